@@ -1,0 +1,53 @@
+/*
+ * The contract between src/ and a backend. src/ checks arguments and picks
+ * kernels and launch shapes; a backend implements the runtime calls below
+ * (backends/<name>/runtime.*) and the device-code layer (<name>/layer.h).
+ * Functions here are called with arguments already validated.
+ */
+#ifndef UF_BACKEND_H
+#define UF_BACKEND_H
+
+#include "unifuse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One kernel launch: `blocks` logical blocks of `threads` threads. A backend
+ * may run fewer physical blocks that loop over the logical ones. */
+typedef struct uf_launch {
+    int64_t blocks;
+    int threads;
+    uf_stream stream;
+} uf_launch;
+
+/* Largest threads-per-block any backend's kernels are compiled for. */
+#define UF_BLOCK_LIMIT 1024
+
+/* The few device properties launch shapes are computed from; cheap to call. */
+typedef struct uf_device_limits {
+    int warp_size;
+    int max_threads_per_block;
+    int multiprocessors;
+} uf_device_limits;
+
+uf_status ufb_device_limits(uf_device_limits *limits);
+uf_status ufb_device_info(uf_device_info *info);
+uf_status ufb_malloc(void **ptr, size_t bytes);
+uf_status ufb_free(void *ptr);
+uf_status ufb_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind, uf_stream s);
+uf_status ufb_memset(void *dst, int value, size_t bytes, uf_stream s);
+uf_status ufb_stream_create(uf_stream *s);
+uf_status ufb_stream_destroy(uf_stream s);
+uf_status ufb_stream_synchronize(uf_stream s);
+uf_status ufb_device_synchronize(void);
+uf_status ufb_event_create(uf_event *e);
+uf_status ufb_event_destroy(uf_event e);
+uf_status ufb_event_record(uf_event e, uf_stream s);
+uf_status ufb_event_elapsed_ms(uf_event start, uf_event end, float *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * The device-code layer on GPUs, written once in the CUDA dialect. The
+ * including vendor header (cuda/layer.h or hip/layer.h) has already brought
+ * in the vendor's headers, the renames, UF_WARP and UF_SHFL_XOR. A logical
+ * block is a thread block (looping when the grid is capped), a thread loop
+ * runs once in every hardware thread, exclusive variables are registers.
+ */
+#ifndef UF_GPU_LAYER_H
+#define UF_GPU_LAYER_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+
+#define UF_BITS_FN static __host__ __device__ inline
+#include "portable/f16_bits.h"
+
+/* Most threads a GPU block may have. */
+#define UF_MAX_THREADS UF_BLOCK_LIMIT
+/* Physical blocks launched at most; more logical blocks loop. */
+#define UF_GRID_CAP ((int64_t)1 << 20)
+
+#define UF_FN static __device__ __forceinline__
+#define UF_RESTRICT __restrict__
+#define UF_EXTERN_C extern "C"
+#define UF_UNROLL _Pragma("unroll")
+
+typedef struct uf_kdims {
+    int64_t blocks;
+    int threads;
+} uf_kdims;
+
+/* Maps the vendor error of the last launch to a status (gpu/runtime.c). */
+extern "C" uf_status ufb_launch_status(void);
+
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
+#define UF_KERNEL_(name, ArgsT, a)                                                                 \
+    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a);  \
+    extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
+    {                                                                                              \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % 32 != 0)                   \
+            return UF_ERR_LAUNCH;                                                                  \
+        if (l->blocks <= 0)                                                                        \
+            return UF_OK;                                                                          \
+        const uf_kdims d = {l->blocks, l->threads};                                                \
+        const unsigned grid = (unsigned)(l->blocks < UF_GRID_CAP ? l->blocks : UF_GRID_CAP);       \
+        name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
+        return ufb_launch_status();                                                                \
+    }                                                                                              \
+    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a)
+
+#define UF_NTHREADS (uf_dims_.threads)
+
+#define UF_BLOCKS(b) for (int64_t b = blockIdx.x; b < uf_dims_.blocks; b += gridDim.x)
+
+#define UF_THREADS(t) for (int t = (int)threadIdx.x, uf_once_ = 1; uf_once_; uf_once_ = 0, (void)t)
+
+#define UF_BARRIER() __syncthreads()
+
+#define UF_SHARED(type, name, n) __shared__ type name[n]
+#define UF_EXCLUSIVE(type, name) type name
+#define UF_EXCLUSIVE_ARRAY(type, name, n) type name[n]
+#define UF_X(name) (name)
+
+/* ---- 16-bit floating point storage: raw bits, converted in registers ---- */
+typedef uint16_t uf_f16;
+typedef uint16_t uf_bf16;
+UF_FN float uf_f16_to_f32(uf_f16 h) { return __half2float(__ushort_as_half(h)); }
+UF_FN uf_f16 uf_f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
+UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
+UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
+
+/* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
+#define UF_LOAD16(dst, src)                                                                        \
+    do {                                                                                           \
+        const uint4 uf_v16_ = *(const uint4 *)(src);                                               \
+        memcpy((dst), &uf_v16_, 16);                                                               \
+    } while (0)
+#define UF_STORE16(dst, src)                                                                       \
+    do {                                                                                           \
+        uint4 uf_v16_;                                                                             \
+        memcpy(&uf_v16_, (src), 16);                                                               \
+        *(uint4 *)(dst) = uf_v16_;                                                                 \
+    } while (0)
+
+/* ---- math ---- */
+#define UF_EXPF(x) __expf(x)
+#define UF_EXP(x) exp(x)
+
+/* ---- collectives (see openmp/collectives.h for the same order on the CPU) ---- */
+UF_FN float uf_gpu_add(float a, float b) { return a + b; }
+UF_FN double uf_gpu_add(double a, double b) { return a + b; }
+UF_FN float uf_gpu_max(float a, float b) { return fmaxf(a, b); }
+UF_FN double uf_gpu_max(double a, double b) { return fmax(a, b); }
+
+#define UF_GPU_DEFINE_WARP(name, T, COMBINE)                                                       \
+    UF_FN T name(T v, int width)                                                                   \
+    {                                                                                              \
+        for (int off = width / 2; off > 0; off /= 2)                                               \
+            v = COMBINE(v, UF_SHFL_XOR(v, off));                                                   \
+        return v;                                                                                  \
+    }
+UF_GPU_DEFINE_WARP(uf_warp_sum, float, uf_gpu_add)
+UF_GPU_DEFINE_WARP(uf_warp_sum, double, uf_gpu_add)
+UF_GPU_DEFINE_WARP(uf_warp_max, float, uf_gpu_max)
+UF_GPU_DEFINE_WARP(uf_warp_max, double, uf_gpu_max)
+
+/* Every warp reduces the per-warp results, so all threads end with the
+ * block's value without a broadcast. The leading barrier protects the
+ * scratch from a previous collective still being read. */
+#define UF_GPU_DEFINE_BLOCK(name, warp_name, T, IDENTITY)                                          \
+    UF_FN T name(T v)                                                                              \
+    {                                                                                              \
+        __shared__ T published[UF_MAX_THREADS / 32];                                                 \
+        const int lane = (int)threadIdx.x % UF_WARP;                                               \
+        const int nwarps = (int)blockDim.x / UF_WARP;                                              \
+        v = warp_name(v, UF_WARP);                                                                 \
+        __syncthreads();                                                                           \
+        if (lane == 0)                                                                             \
+            published[threadIdx.x / UF_WARP] = v;                                                  \
+        __syncthreads();                                                                           \
+        v = lane < nwarps ? published[lane] : (IDENTITY);                                          \
+        return warp_name(v, UF_WARP);                                                              \
+    }
+UF_GPU_DEFINE_BLOCK(uf_block_sum, uf_warp_sum, float, 0.0f)
+UF_GPU_DEFINE_BLOCK(uf_block_sum, uf_warp_sum, double, 0.0)
+UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, float, -INFINITY)
+UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, double, -INFINITY)
+
+#define UF_WARP_SUM(v, width) ((v) = uf_warp_sum((v), (width)))
+#define UF_WARP_MAX(v, width) ((v) = uf_warp_max((v), (width)))
+#define UF_BLOCK_SUM(v) ((v) = uf_block_sum(v))
+#define UF_BLOCK_MAX(v) ((v) = uf_block_max(v))
+
+#endif

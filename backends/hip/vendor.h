@@ -1,0 +1,61 @@
+/*
+ * Everything the shared GPU code needs from HIP, under the CUDA names it is
+ * written with. This header is the whole CUDA-to-HIP difference.
+ */
+#ifndef UF_HIP_VENDOR_H
+#define UF_HIP_VENDOR_H
+
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+
+/* 64 on CDNA (gfx90a, gfx940), 32 on RDNA (gfx1030): fixed per target. The
+ * host pass sees the compiler's default and never runs device code. */
+#define UF_WARP __AMDGCN_WAVEFRONT_SIZE
+#define UF_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
+#define UF_GPU_BACKEND UF_BACKEND_HIP
+
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaErrorInsufficientDriver hipErrorInsufficientDriver
+#define cudaErrorInvalidDevice hipErrorInvalidDevice
+#define cudaErrorMemoryAllocation hipErrorOutOfMemory
+#define cudaErrorInvalidConfiguration hipErrorInvalidConfiguration
+#define cudaErrorLaunchOutOfResources hipErrorLaunchOutOfResources
+#define cudaErrorInvalidDeviceFunction hipErrorInvalidDeviceFunction
+#define cudaGetLastError hipGetLastError
+
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaGetDevice hipGetDevice
+#define cudaDeviceAttr hipDeviceAttribute_t
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
+#define cudaDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaDeviceSynchronize hipDeviceSynchronize
+
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyKind hipMemcpyKind
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+
+#define cudaStream_t hipStream_t
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+
+#endif

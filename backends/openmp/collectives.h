@@ -1,0 +1,57 @@
+/*
+ * CPU emulation of warp and block collectives over exclusive arrays. The
+ * order of operations is the GPU layer's: a butterfly of xor shuffles within
+ * each warp, then (block) one value per warp combined by a second butterfly
+ * in every warp. Results therefore round exactly as on the GPU.
+ */
+#ifndef UF_OPENMP_COLLECTIVES_H
+#define UF_OPENMP_COLLECTIVES_H
+
+#define UF_CPU_COLLECTIVE(op, v, width)                                                            \
+    _Generic((v)[0], float: uf_cpu_##op##_f32, double: uf_cpu_##op##_f64)((v), UF_NTHREADS,          \
+                                                                         (width))
+
+/* One xor-shuffle butterfly over groups of `width` lanes of each warp. */
+#define UF_CPU_DEFINE_WARP(name, T, COMBINE)                                                       \
+    static inline void uf_cpu_##name(T *v, int nthreads, int width)                                \
+    {                                                                                              \
+        T tmp[UF_WARP];                                                                            \
+        for (int w0 = 0; w0 < nthreads; w0 += UF_WARP) {                                           \
+            T *lane = v + w0;                                                                      \
+            for (int off = width / 2; off > 0; off /= 2) {                                         \
+                for (int l = 0; l < UF_WARP; ++l)                                                  \
+                    tmp[l] = COMBINE(lane[l], lane[l ^ off]);                                      \
+                for (int l = 0; l < UF_WARP; ++l)                                                  \
+                    lane[l] = tmp[l];                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Warp butterflies, then lane 0 of each warp publishes; every warp reduces
+ * the published values (identity beyond the warp count) with a butterfly. */
+#define UF_CPU_DEFINE_BLOCK(name, warp_name, T, IDENTITY)                                          \
+    static inline void uf_cpu_##name(T *v, int nthreads, int width)                                \
+    {                                                                                              \
+        T published[UF_WARP];                                                                      \
+        const int nwarps = nthreads / UF_WARP;                                                     \
+        uf_cpu_##warp_name(v, nthreads, width);                                                    \
+        for (int w = 0; w < nwarps; ++w)                                                           \
+            published[w] = v[w * UF_WARP];                                                         \
+        for (int t = 0; t < nthreads; ++t) {                                                       \
+            const int lane = t % UF_WARP;                                                          \
+            v[t] = lane < nwarps ? published[lane] : (IDENTITY);                                   \
+        }                                                                                          \
+        uf_cpu_##warp_name(v, nthreads, width);                                                    \
+    }
+
+#define UF_CPU_ADD(a, b) ((a) + (b))
+UF_CPU_DEFINE_WARP(warp_sum_f32, float, UF_CPU_ADD)
+UF_CPU_DEFINE_WARP(warp_sum_f64, double, UF_CPU_ADD)
+UF_CPU_DEFINE_WARP(warp_max_f32, float, fmaxf)
+UF_CPU_DEFINE_WARP(warp_max_f64, double, fmax)
+UF_CPU_DEFINE_BLOCK(block_sum_f32, warp_sum_f32, float, 0.0f)
+UF_CPU_DEFINE_BLOCK(block_sum_f64, warp_sum_f64, double, 0.0)
+UF_CPU_DEFINE_BLOCK(block_max_f32, warp_max_f32, float, -INFINITY)
+UF_CPU_DEFINE_BLOCK(block_max_f64, warp_max_f64, double, -INFINITY)
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * The device-code layer on the CPU (OpenMP). A kernel is a loop over blocks
+ * (shared among OpenMP threads) whose body is a sequence of thread loops
+ * (plain sequential loops) separated by barriers (no-ops here) and
+ * collectives. "Exclusive" variables are arrays indexed by the thread, so a
+ * value survives from one thread loop to the next as a register does on a
+ * GPU. Collectives use the GPU's index arithmetic and operation order, so a
+ * wrong lane or warp index fails here too and sums round the same way.
+ */
+#ifndef UF_LAYER_H
+#define UF_LAYER_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "portable/f16_bits.h"
+
+#ifndef UF_WARP
+#define UF_WARP 32 /* chosen at configure time: 32 or 64 */
+#endif
+#if UF_WARP != 32 && UF_WARP != 64
+#error "UF_WARP must be 32 or 64"
+#endif
+
+/* Most threads a CPU block may have: bounds the exclusive arrays' size. */
+#define UF_MAX_THREADS 256
+
+#define UF_FN static inline
+#define UF_RESTRICT restrict
+#define UF_EXTERN_C
+#define UF_UNROLL _Pragma("GCC unroll 16")
+
+/* ---- kernels and launch ---- */
+typedef struct uf_kdims {
+    int64_t blocks;
+    int threads;
+} uf_kdims;
+
+/* Defines `name_launch(const uf_launch *, const ArgsT *)` and opens the body
+ * of the kernel, which receives its arguments by value as `a`. */
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
+#define UF_KERNEL_(name, ArgsT, a)                                                                 \
+    static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
+    uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
+    {                                                                                              \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % UF_WARP != 0)              \
+            return UF_ERR_LAUNCH;                                                                  \
+        const uf_kdims d = {l->blocks, l->threads};                                                \
+        name##_body(d, *args);                                                                     \
+        return UF_OK;                                                                              \
+    }                                                                                              \
+    static void name##_body(const uf_kdims uf_dims_, const ArgsT a)
+
+#define UF_NTHREADS (uf_dims_.threads)
+
+/* Loop over the logical blocks; blocks are independent, as on a GPU. */
+#define UF_BLOCKS(b)                                                                               \
+    _Pragma("omp parallel for schedule(static)") for (int64_t b = 0; b < uf_dims_.blocks; ++b)
+
+/* Loop over the threads of a block. `break` and `continue` end the current
+ * thread's turn only, as they would on a GPU. */
+#define UF_THREADS(t)                                                                              \
+    for (int uf_tid_ = 0; uf_tid_ < uf_dims_.threads; ++uf_tid_)                                   \
+        for (int t = uf_tid_, uf_once_ = 1; uf_once_; uf_once_ = 0, (void)t)
+
+#define UF_BARRIER() ((void)0)
+
+#define UF_SHARED(type, name, n) type name[n]
+#define UF_EXCLUSIVE(type, name) type name[UF_MAX_THREADS]
+#define UF_EXCLUSIVE_ARRAY(type, name, n) type name[UF_MAX_THREADS][n]
+#define UF_X(name) (name[uf_tid_])
+
+/* ---- 16-bit floating point storage ---- */
+typedef uint16_t uf_f16;
+typedef uint16_t uf_bf16;
+UF_FN float uf_f16_to_f32(uf_f16 h) { return uf_f16_bits_to_f32(h); }
+UF_FN uf_f16 uf_f32_to_f16(float f) { return uf_f32_to_f16_bits(f); }
+UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
+UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
+
+/* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
+#define UF_LOAD16(dst, src) memcpy((dst), (src), 16)
+#define UF_STORE16(dst, src) memcpy((dst), (src), 16)
+
+/* ---- math ---- */
+#define UF_EXPF(x) expf(x)
+#define UF_EXP(x) exp(x)
+
+/* ---- collectives ---- */
+#include "openmp/collectives.h"
+
+/* Each thread's `v` becomes the sum (max) over its aligned group of `width`
+ * lanes; width is a power of two <= UF_WARP. Call between thread loops. */
+#define UF_WARP_SUM(v, width) UF_CPU_COLLECTIVE(warp_sum, v, width)
+#define UF_WARP_MAX(v, width) UF_CPU_COLLECTIVE(warp_max, v, width)
+/* Each thread's `v` becomes the sum (max) over the whole block. */
+#define UF_BLOCK_SUM(v) UF_CPU_COLLECTIVE(block_sum, v, UF_WARP)
+#define UF_BLOCK_MAX(v) UF_CPU_COLLECTIVE(block_max, v, UF_WARP)
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * Runtime glue for the OpenMP backend: "device" memory is host memory,
+ * kernels run to completion inside the call, so streams are in-order by
+ * construction and events are wall-clock timestamps.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layer.h"
+
+struct uf_stream_s {
+    int unused; /* streams carry no state: work is done when a call returns */
+};
+
+struct uf_event_s {
+    double seconds;
+};
+
+/* Allocations are aligned to a cache line so that 16-byte vectors apply. */
+#define UF_CPU_ALIGN 64
+
+uf_status ufb_device_limits(uf_device_limits *limits)
+{
+    limits->warp_size = UF_WARP;
+    limits->max_threads_per_block = UF_MAX_THREADS;
+    limits->multiprocessors = omp_get_max_threads();
+    return UF_OK;
+}
+
+uf_status ufb_device_info(uf_device_info *info)
+{
+    uf_device_limits lim;
+    ufb_device_limits(&lim);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "CPU (OpenMP, %d threads, emulated warp %d)",
+             lim.multiprocessors, lim.warp_size);
+    info->backend = UF_BACKEND_OPENMP;
+    info->multiprocessors = lim.multiprocessors;
+    info->warp_size = lim.warp_size;
+    info->max_threads_per_block = lim.max_threads_per_block;
+    info->shared_memory_per_block = 48 * 1024; /* what kernels may declare, as on a GPU */
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    return UF_OK;
+}
+
+uf_status ufb_malloc(void **ptr, size_t bytes)
+{
+    const size_t rounded = (bytes + UF_CPU_ALIGN - 1) / UF_CPU_ALIGN * UF_CPU_ALIGN;
+    if (rounded < bytes)
+        return UF_ERR_OUT_OF_MEMORY;
+    void *p = aligned_alloc(UF_CPU_ALIGN, rounded);
+    if (!p)
+        return UF_ERR_OUT_OF_MEMORY;
+    *ptr = p;
+    return UF_OK;
+}
+
+uf_status ufb_free(void *ptr)
+{
+    free(ptr);
+    return UF_OK;
+}
+
+uf_status ufb_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind, uf_stream s)
+{
+    (void)kind;
+    (void)s;
+    memmove(dst, src, bytes);
+    return UF_OK;
+}
+
+uf_status ufb_memset(void *dst, int value, size_t bytes, uf_stream s)
+{
+    (void)s;
+    memset(dst, value, bytes);
+    return UF_OK;
+}
+
+uf_status ufb_stream_create(uf_stream *s)
+{
+    uf_stream p = (uf_stream)calloc(1, sizeof *p);
+    if (!p)
+        return UF_ERR_OUT_OF_MEMORY;
+    *s = p;
+    return UF_OK;
+}
+
+uf_status ufb_stream_destroy(uf_stream s)
+{
+    free(s);
+    return UF_OK;
+}
+
+uf_status ufb_stream_synchronize(uf_stream s)
+{
+    (void)s;
+    return UF_OK;
+}
+
+uf_status ufb_device_synchronize(void) { return UF_OK; }
+
+uf_status ufb_event_create(uf_event *e)
+{
+    uf_event p = (uf_event)calloc(1, sizeof *p);
+    if (!p)
+        return UF_ERR_OUT_OF_MEMORY;
+    *e = p;
+    return UF_OK;
+}
+
+uf_status ufb_event_destroy(uf_event e)
+{
+    free(e);
+    return UF_OK;
+}
+
+uf_status ufb_event_record(uf_event e, uf_stream s)
+{
+    (void)s;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->seconds = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return UF_OK;
+}
+
+uf_status ufb_event_elapsed_ms(uf_event start, uf_event end, float *ms)
+{
+    *ms = (float)((end->seconds - start->seconds) * 1e3);
+    return UF_OK;
+}

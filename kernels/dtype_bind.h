@@ -1,0 +1,72 @@
+/*
+ * Binds the instantiation parameters of a kernel template: the includer
+ * defines UF_DT (a uf_dtype value: 1 f32, 2 f16, 3 bf16, 4 f64) and UF_VEC
+ * (elements per access: 1, or 16 bytes' worth). This header defines
+ *   UF_T        storage type        UF_ACC      compute type
+ *   UF_TO_ACC   storage -> compute  UF_FROM_ACC compute -> storage
+ *   UF_EXP_ACC  exp in compute type UF_VNAME(base)  base_<dtype>_v<vec>
+ *   UF_LOADV(dst, p, i) / UF_STOREV(p, i, src): UF_VEC elements at p[i..]
+ * dtype_unbind.h removes them again before the next instantiation.
+ */
+#ifndef UF_DT
+#error "define UF_DT before including dtype_bind.h"
+#endif
+
+#if UF_DT == 1
+#define UF_T float
+#define UF_ACC float
+#define UF_SFX f32
+#define UF_TO_ACC(v) (v)
+#define UF_FROM_ACC(v) (v)
+#define UF_EXP_ACC(v) UF_EXPF(v)
+#elif UF_DT == 2
+#define UF_T uf_f16
+#define UF_ACC float
+#define UF_SFX f16
+#define UF_TO_ACC(v) uf_f16_to_f32(v)
+#define UF_FROM_ACC(v) uf_f32_to_f16(v)
+#define UF_EXP_ACC(v) UF_EXPF(v)
+#elif UF_DT == 3
+#define UF_T uf_bf16
+#define UF_ACC float
+#define UF_SFX bf16
+#define UF_TO_ACC(v) uf_bf16_to_f32(v)
+#define UF_FROM_ACC(v) uf_f32_to_bf16(v)
+#define UF_EXP_ACC(v) UF_EXPF(v)
+#elif UF_DT == 4
+#define UF_T double
+#define UF_ACC double
+#define UF_SFX f64
+#define UF_TO_ACC(v) (v)
+#define UF_FROM_ACC(v) (v)
+#define UF_EXP_ACC(v) UF_EXP(v)
+#else
+#error "unknown UF_DT"
+#endif
+
+#define UF_CAT3_(a, b, c) a##_##b##_v##c
+#define UF_CAT3(a, b, c) UF_CAT3_(a, b, c)
+#define UF_VNAME(base) UF_CAT3(base, UF_SFX, UF_VEC)
+
+#if UF_VEC == 1
+#define UF_LOADV(dst, p, i) ((dst)[0] = UF_TO_ACC((p)[i]))
+#define UF_STOREV(p, i, src) ((p)[i] = UF_FROM_ACC((src)[0]))
+#else
+#if UF_VEC * 4 * ((UF_DT == 1) + 2 * (UF_DT == 4)) + UF_VEC * 2 * (UF_DT == 2 || UF_DT == 3) != 16
+#error "UF_VEC must be 1 or fill 16 bytes"
+#endif
+#define UF_LOADV(dst, p, i)                                                                        \
+    do {                                                                                           \
+        UF_T uf_e_[UF_VEC];                                                                        \
+        UF_LOAD16(uf_e_, (p) + (i));                                                               \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] =                       \
+            UF_TO_ACC(uf_e_[uf_k_]);                                                               \
+    } while (0)
+#define UF_STOREV(p, i, src)                                                                       \
+    do {                                                                                           \
+        UF_T uf_e_[UF_VEC];                                                                        \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_) uf_e_[uf_k_] =                      \
+            UF_FROM_ACC((src)[uf_k_]);                                                             \
+        UF_STORE16((p) + (i), uf_e_);                                                              \
+    } while (0)
+#endif

@@ -1,0 +1,62 @@
+/*
+ * Arguments of the softmax kernels, shared by the launchers in src/ (plain C)
+ * and the kernel sources in kernels/ (every backend's device compiler).
+ */
+#ifndef UF_SOFTMAX_ARGS_H
+#define UF_SOFTMAX_ARGS_H
+
+#include "backend.h"
+
+/* How a mask element turns into an additive term. */
+typedef enum uf_mask_kind {
+    UF_MASK_NONE = 0,
+    UF_MASK_ADD_SAME = 1, /* additive, x's dtype */
+    UF_MASK_ADD_F32 = 2,  /* additive, fp32 */
+    UF_MASK_BOOL = 3      /* one byte, nonzero hides the key */
+} uf_mask_kind;
+
+/* Per thread, the register path keeps this many bytes of row values in its
+ * compute type: 16 elements in fp32 arithmetic, 8 in fp64. */
+#define UF_SOFTMAX_REG_BYTES 64
+
+typedef struct uf_softmax_args {
+    const void *x;  /* forward: input; backward: y */
+    const void *x2; /* forward: mask (or NULL); backward: dy */
+    void *out;      /* forward: y; backward: dx */
+    int64_t rows;   /* product of all extents but the last */
+    int64_t sk;     /* row length */
+    int64_t sq;     /* query extent (second to last), for the causal rule */
+    double scale;
+    int causal;
+    int mask_kind;  /* uf_mask_kind */
+    int group;      /* register path: threads per row (a power of two <= warp, or the block) */
+    int row_dims;   /* mask broadcast: number of collapsed row dimensions */
+    int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
+    int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
+} uf_softmax_args;
+
+/* One launcher per kernel variant: <pass>_<path>_<dtype>_v<vector width>. */
+#define UF_SOFTMAX_DECLARE(pass, dt, vec)                                                          \
+    uf_status uf_softmax_##pass##_reg_##dt##_v##vec##_launch(const uf_launch *,                    \
+                                                             const uf_softmax_args *);             \
+    uf_status uf_softmax_##pass##_stream_##dt##_v##vec##_launch(const uf_launch *,                 \
+                                                                const uf_softmax_args *);
+#define UF_SOFTMAX_DECLARE_DTYPE(pass, dt, vec)                                                    \
+    UF_SOFTMAX_DECLARE(pass, dt, 1) UF_SOFTMAX_DECLARE(pass, dt, vec)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+UF_SOFTMAX_DECLARE_DTYPE(fwd, f32, 4)
+UF_SOFTMAX_DECLARE_DTYPE(fwd, f16, 8)
+UF_SOFTMAX_DECLARE_DTYPE(fwd, bf16, 8)
+UF_SOFTMAX_DECLARE_DTYPE(fwd, f64, 2)
+UF_SOFTMAX_DECLARE_DTYPE(bwd, f32, 4)
+UF_SOFTMAX_DECLARE_DTYPE(bwd, f16, 8)
+UF_SOFTMAX_DECLARE_DTYPE(bwd, bf16, 8)
+UF_SOFTMAX_DECLARE_DTYPE(bwd, f64, 2)
+#ifdef __cplusplus
+}
+#endif
+
+#endif

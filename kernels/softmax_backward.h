@@ -1,0 +1,104 @@
+/*
+ * Backward of the scaled softmax, one instantiation per (UF_DT, UF_VEC); see
+ * softmax_backward.c. dx = scale * y * (dy - sum_j dy_j y_j), from y and dy.
+ * Same two paths as the forward pass: the row's y and dy in registers, or a
+ * block per row that reads twice. Each thread rereads only the elements it
+ * writes, after the row's sum is complete, so dx may equal dy or y.
+ */
+#include "kernels/dtype_bind.h"
+
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_NV (UF_REG_N / UF_VEC)
+
+UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row, int64_t j0,
+                                          UF_ACC *y, UF_ACC *dy)
+{
+    UF_LOADV(y, (const UF_T *)a->x + row * a->sk, j0);
+    UF_LOADV(dy, (const UF_T *)a->x2 + row * a->sk, j0);
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
+{
+    const int group = a.group;
+    const int rows_per_block = UF_NTHREADS / group;
+    UF_BLOCKS(b)
+    {
+        UF_EXCLUSIVE_ARRAY(UF_ACC, y, UF_REG_N);
+        UF_EXCLUSIVE_ARRAY(UF_ACC, dy, UF_REG_N);
+        UF_EXCLUSIVE(UF_ACC, dot);
+        UF_THREADS(t)
+        {
+            const int64_t row = b * rows_per_block + t / group;
+            const int lane = t % group;
+            UF_ACC acc = 0;
+            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+            {
+                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                UF_ACC *yk = &UF_X(y)[k * UF_VEC], *dyk = &UF_X(dy)[k * UF_VEC];
+                if (row < a.rows && j0 < a.sk)
+                    UF_VNAME(uf_softmax_load_pair)(&a, row, j0, yk, dyk);
+                else
+                    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yk[e] = dyk[e] = 0;
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += yk[e] * dyk[e];
+            }
+            UF_X(dot) = acc;
+        }
+        if (group <= UF_WARP)
+            UF_WARP_SUM(dot, group);
+        else
+            UF_BLOCK_SUM(dot);
+        UF_THREADS(t)
+        {
+            const int64_t row = b * rows_per_block + t / group;
+            const int lane = t % group;
+            if (row >= a.rows)
+                continue;
+            const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
+            UF_T *dx = (UF_T *)a.out + row * a.sk;
+            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+            {
+                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                if (j0 >= a.sk)
+                    break;
+                UF_ACC *yk = &UF_X(y)[k * UF_VEC], *dyk = &UF_X(dy)[k * UF_VEC];
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yk[e] = scale * yk[e] * (dyk[e] - d);
+                UF_STOREV(dx, j0, yk);
+            }
+        }
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a)
+{
+    const int64_t step = (int64_t)UF_NTHREADS * UF_VEC;
+    UF_BLOCKS(row)
+    {
+        UF_EXCLUSIVE(UF_ACC, dot);
+        UF_THREADS(t)
+        {
+            UF_ACC acc = 0;
+            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
+                UF_ACC y[UF_VEC], dy[UF_VEC];
+                UF_VNAME(uf_softmax_load_pair)(&a, row, j0, y, dy);
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += y[e] * dy[e];
+            }
+            UF_X(dot) = acc;
+        }
+        UF_BLOCK_SUM(dot);
+        UF_THREADS(t)
+        {
+            const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
+            UF_T *dx = (UF_T *)a.out + row * a.sk;
+            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
+                UF_ACC y[UF_VEC], dy[UF_VEC];
+                UF_VNAME(uf_softmax_load_pair)(&a, row, j0, y, dy);
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[e] = scale * y[e] * (dy[e] - d);
+                UF_STOREV(dx, j0, y);
+            }
+        }
+    }
+}
+
+#undef UF_REG_N
+#undef UF_REG_NV
+#include "kernels/dtype_unbind.h"

@@ -1,0 +1,32 @@
+/* Device helpers shared by the softmax kernels (every dtype). */
+#ifndef UF_SOFTMAX_DEVICE_H
+#define UF_SOFTMAX_DEVICE_H
+
+#include "layer.h"
+#include "kernels/softmax_args.h"
+
+/* Offset of a row's mask in mask elements, from the collapsed row dims.
+ * The loop is unrolled to constant indices so GPU arguments stay in the
+ * parameter space. */
+UF_FN int64_t uf_softmax_mask_offset(const uf_softmax_args *a, int64_t row)
+{
+    int64_t off = 0;
+    UF_UNROLL for (int d = UF_MAX_DIMS - 1; d >= 0; --d)
+    {
+        if (d < a->row_dims) {
+            const int64_t ext = a->row_extent[d];
+            off += (row % ext) * a->mask_stride[d];
+            row /= ext;
+        }
+    }
+    return off;
+}
+
+/* Last visible key of a row under the causal rule (bottom-right aligned);
+ * every key is visible without it. */
+UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
+{
+    return a->causal ? row % a->sq + (a->sk - a->sq) : a->sk - 1;
+}
+
+#endif

@@ -1,0 +1,63 @@
+/* Host-side conversion between the floating dtypes, through fp64 (exact for
+ * every source format) then rounded once to the destination. */
+#include <string.h>
+
+#include "portable/f16_bits.h"
+#include "unifuse.h"
+
+static int is_float_dtype(uf_dtype d) { return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64; }
+
+static double load(const void *src, uf_dtype dt, size_t i)
+{
+    switch (dt) {
+    case UF_F32:
+        return ((const float *)src)[i];
+    case UF_F16:
+        return uf_f16_bits_to_f32(((const uint16_t *)src)[i]);
+    case UF_BF16:
+        return uf_bf16_bits_to_f32(((const uint16_t *)src)[i]);
+    default:
+        return ((const double *)src)[i];
+    }
+}
+
+/* fp64 -> 16-bit goes through fp32; that double rounding cannot change a
+ * result because fp32 keeps more than twice the 16-bit formats' precision. */
+static void store(void *dst, uf_dtype dt, size_t i, double v)
+{
+    switch (dt) {
+    case UF_F32:
+        ((float *)dst)[i] = (float)v;
+        break;
+    case UF_F16:
+        ((uint16_t *)dst)[i] = uf_f32_to_f16_bits((float)v);
+        break;
+    case UF_BF16:
+        ((uint16_t *)dst)[i] = uf_f32_to_bf16_bits((float)v);
+        break;
+    default:
+        ((double *)dst)[i] = v;
+        break;
+    }
+}
+
+uf_status uf_convert_host(void *dst, uf_dtype dst_dtype, const void *src, uf_dtype src_dtype,
+                          size_t count)
+{
+    if (!is_float_dtype(dst_dtype) || !is_float_dtype(src_dtype))
+        return UF_ERR_BAD_DTYPE;
+    if (count == 0)
+        return UF_OK;
+    if (!dst || !src)
+        return UF_ERR_NULL_POINTER;
+    const size_t ds = uf_dtype_size(dst_dtype), ss = uf_dtype_size(src_dtype);
+    if (count > SIZE_MAX / (ds > ss ? ds : ss))
+        return UF_ERR_OVERFLOW;
+    const char *d0 = (const char *)dst, *s0 = (const char *)src;
+    const int overlap = d0 < s0 + count * ss && s0 < d0 + count * ds;
+    if (overlap && !(d0 == s0 && ds == ss))
+        return UF_ERR_ALIAS;
+    for (size_t i = 0; i < count; ++i)
+        store(dst, dst_dtype, i, load(src, src_dtype, i));
+    return UF_OK;
+}

@@ -1,0 +1,215 @@
+/*
+ * uf_softmax_forward / uf_softmax_backward: argument checks, the choice of
+ * kernel path and launch shape from the device's limits, and the launch.
+ */
+#include <math.h>
+
+#include "checks.h"
+#include "kernels/softmax_args.h"
+
+typedef uf_status (*uf_softmax_launcher)(const uf_launch *, const uf_softmax_args *);
+
+/* Indexed [backward][dtype - 1][vectorised][streaming]. */
+#define UF_SM_ROW(pass, dt, vec)                                                                   \
+    {{uf_softmax_##pass##_reg_##dt##_v1_launch, uf_softmax_##pass##_stream_##dt##_v1_launch},      \
+     {uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                              \
+      uf_softmax_##pass##_stream_##dt##_v##vec##_launch}}
+static const uf_softmax_launcher launchers[2][4][2][2] = {
+    {UF_SM_ROW(fwd, f32, 4), UF_SM_ROW(fwd, f16, 8), UF_SM_ROW(fwd, bf16, 8),
+     UF_SM_ROW(fwd, f64, 2)},
+    {UF_SM_ROW(bwd, f32, 4), UF_SM_ROW(bwd, f16, 8), UF_SM_ROW(bwd, bf16, 8),
+     UF_SM_ROW(bwd, f64, 2)}};
+
+static int is_softmax_dtype(uf_dtype d)
+{
+    return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64;
+}
+
+/* Checks what forward and backward share; sets the element count, the
+ * byte count of one tensor, and the row geometry. */
+static uf_status check_common(const uf_softmax_desc *d, int64_t *count, size_t *bytes)
+{
+    if (!d)
+        return UF_ERR_NULL_POINTER;
+    if (!is_softmax_dtype(d->dtype))
+        return UF_ERR_BAD_DTYPE;
+    if (d->ndim < 1 || d->ndim > UF_MAX_DIMS)
+        return UF_ERR_BAD_SHAPE;
+    uf_status st = uf_shape_count(d->shape, d->ndim, count);
+    if (st != UF_OK)
+        return st;
+    st = uf_byte_count(*count, uf_dtype_size(d->dtype), bytes);
+    if (st != UF_OK)
+        return st;
+    if (!isfinite(d->scale))
+        return UF_ERR_BAD_VALUE;
+    return UF_OK;
+}
+
+/* Validates the mask against x and fills the kernel's broadcast map: the
+ * leading (row) dimensions, collapsed where adjacent ones step alike. */
+static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t *mask_bytes)
+{
+    *mask_bytes = 0;
+    a->row_dims = 0;
+    switch (d->mask_dtype) {
+    case UF_DTYPE_NONE:
+        a->mask_kind = UF_MASK_NONE;
+        return UF_OK;
+    case UF_BOOL:
+        a->mask_kind = UF_MASK_BOOL;
+        break;
+    case UF_F32:
+        a->mask_kind = d->dtype == UF_F32 ? UF_MASK_ADD_SAME : UF_MASK_ADD_F32;
+        break;
+    default:
+        if (d->mask_dtype != d->dtype)
+            return UF_ERR_BAD_DTYPE;
+        a->mask_kind = UF_MASK_ADD_SAME;
+        break;
+    }
+    const int mn = d->mask_ndim, n = d->ndim, lead = n - mn;
+    if (mn < 1 || mn > n)
+        return UF_ERR_BAD_SHAPE;
+    for (int i = 0; i < mn; ++i) {
+        const int64_t me = d->mask_shape[i], xe = d->shape[lead + i];
+        if (me < 0 || (me != 1 && me != xe))
+            return UF_ERR_BAD_SHAPE;
+    }
+    if (d->mask_shape[mn - 1] != d->shape[n - 1])
+        return UF_ERR_BAD_SHAPE; /* keys are never broadcast: rows are read contiguously */
+    int64_t mcount = 0;
+    uf_status st = uf_shape_count(d->mask_shape, mn, &mcount);
+    if (st == UF_OK)
+        st = uf_byte_count(mcount, uf_dtype_size(d->mask_dtype), mask_bytes);
+    if (st != UF_OK)
+        return st;
+
+    /* Mask element strides of x's row dimensions (all but the last). */
+    int64_t stride = d->shape[n - 1];
+    int64_t mstride[UF_MAX_DIMS];
+    for (int i = n - 2; i >= 0; --i) {
+        const int64_t me = i >= lead ? d->mask_shape[i - lead] : 1;
+        mstride[i] = me == 1 ? 0 : stride;
+        stride *= me;
+    }
+    for (int i = 0; i < n - 1; ++i) {
+        const int64_t ext = d->shape[i];
+        if (ext == 1)
+            continue;
+        const int k = a->row_dims;
+        if (k > 0 && a->mask_stride[k - 1] == mstride[i] * ext) {
+            a->row_extent[k - 1] *= ext;
+            a->mask_stride[k - 1] = mstride[i];
+        } else {
+            a->row_extent[k] = ext;
+            a->mask_stride[k] = mstride[i];
+            a->row_dims = k + 1;
+        }
+    }
+    return UF_OK;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+static int next_pow2(int64_t n)
+{
+    int p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+/* Chooses the path and launch shape from the row length and the device,
+ * then launches. `vec_ok`: every pointer allows 16-byte access. */
+static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
+                        uf_stream stream)
+{
+    uf_device_limits lim;
+    uf_status st = ufb_device_limits(&lim);
+    if (st != UF_OK)
+        return st;
+    const int esize = (int)uf_dtype_size(d->dtype);
+    const int acc_size = d->dtype == UF_F64 ? 8 : 4;
+    const int vec_width = 16 / esize;
+    const int vec = vec_ok && a->sk % vec_width == 0;
+    const int64_t width = vec ? vec_width : 1;
+    const int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
+    const int64_t accesses = (a->sk + width - 1) / width;
+    const int64_t need = (accesses + per_thread - 1) / per_thread; /* threads per row */
+    const int warp = lim.warp_size;
+    const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
+                                ? lim.max_threads_per_block / warp * warp
+                                : UF_BLOCK_LIMIT;
+    uf_launch l = {0, 0, stream};
+    int streaming = 0;
+    if (need <= warp) {
+        /* Up to a warp per row, several rows per block. */
+        a->group = next_pow2(need);
+        l.threads = 4 * warp <= max_threads ? 4 * warp : warp;
+        const int rows_per_block = l.threads / a->group;
+        l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
+    } else if (need <= max_threads) {
+        /* A block per row, the row still in registers. */
+        l.threads = (int)((need + warp - 1) / warp * warp);
+        a->group = l.threads;
+        l.blocks = a->rows;
+    } else {
+        streaming = 1;
+        l.threads = max_threads;
+        a->group = l.threads;
+        l.blocks = a->rows;
+    }
+    return launchers[backward][d->dtype - 1][vec][streaming](&l, a);
+}
+
+static void fill_rows(const uf_softmax_desc *d, uf_softmax_args *a, int64_t count)
+{
+    a->sk = d->shape[d->ndim - 1];
+    a->sq = d->ndim >= 2 ? d->shape[d->ndim - 2] : 1;
+    a->rows = count / a->sk;
+    a->scale = d->scale;
+    a->causal = d->causal != 0;
+}
+
+uf_status uf_softmax_forward(const uf_softmax_desc *desc, const void *x, const void *mask, void *y,
+                             uf_stream stream)
+{
+    int64_t count = 0;
+    size_t bytes = 0, mask_bytes = 0;
+    uf_softmax_args a = {0};
+    uf_status st = check_common(desc, &count, &bytes);
+    if (st == UF_OK)
+        st = check_mask(desc, &a, &mask_bytes);
+    if (st != UF_OK || count == 0)
+        return st;
+    if (!x || !y || (a.mask_kind != UF_MASK_NONE && !mask))
+        return UF_ERR_NULL_POINTER;
+    if (!uf_same_or_disjoint(x, y, bytes) || uf_ranges_overlap(y, bytes, mask, mask_bytes))
+        return UF_ERR_ALIAS;
+    fill_rows(desc, &a, count);
+    a.x = x;
+    a.x2 = a.mask_kind != UF_MASK_NONE ? mask : NULL;
+    a.out = y;
+    return launch(0, desc, &a, aligned16(x) && aligned16(y), stream);
+}
+
+uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const void *dy, void *dx,
+                              uf_stream stream)
+{
+    int64_t count = 0;
+    size_t bytes = 0;
+    uf_softmax_args a = {0};
+    uf_status st = check_common(desc, &count, &bytes);
+    if (st != UF_OK || count == 0)
+        return st;
+    if (!y || !dy || !dx)
+        return UF_ERR_NULL_POINTER;
+    if (!uf_same_or_disjoint(dx, dy, bytes) || !uf_same_or_disjoint(dx, y, bytes))
+        return UF_ERR_ALIAS;
+    fill_rows(desc, &a, count);
+    a.x = y;
+    a.x2 = dy;
+    a.out = dx;
+    return launch(1, desc, &a, aligned16(y) && aligned16(dy) && aligned16(dx), stream);
+}

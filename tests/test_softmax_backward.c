@@ -1,0 +1,105 @@
+/* uf_softmax_backward against the float64 analytic gradient. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "softmax_cases.h"
+
+static const uf_dtype dtypes[] = {UF_F32, UF_F16, UF_BF16, UF_F64};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+static void row_lengths(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {1,   2,    3,    31,   32,    33,     127,
+                                      128, 1000, 1024, 4097, 65537, 1048576};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
+            const int64_t sk = lengths[i], sq = sk >= 65537 ? 2 : 3;
+            const int64_t shape[] = {2, sq, sk};
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.desc.scale = 0.125;
+            c.desc.causal = (int)(i % 2); /* y with hidden (zero) keys half the time */
+            char what[96];
+            snprintf(what, sizeof what, "backward sk=%lld causal=%d", (long long)sk,
+                     c.desc.causal);
+            bad += sm_check_backward(&c, what);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void in_place_and_misaligned(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {7, 1000, 1001, 30000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 4; ++i) {
+            for (int variant = 0; variant < 3; ++variant) {
+                const int64_t shape[] = {5, lengths[i]};
+                sm_case c = sm_make(dtypes[d], 2, shape);
+                c.desc.scale = 2.0;
+                c.in_place = variant != 1; /* dx == dy */
+                c.offset = variant >= 1 ? 1 : 0;
+                char what[96];
+                snprintf(what, sizeof what, "backward in_place=%d offset=%zu sk=%lld", c.in_place,
+                         c.offset, (long long)lengths[i]);
+                bad += sm_check_backward(&c, what);
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void hidden_rows_have_zero_gradient(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    /* Causal with Sq > Sk: the first Sq - Sk query rows see no key, so y is
+     * zero there and so must dx be, exactly. */
+    static const int64_t lengths[] = {3, 300, 2000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 3; ++i) {
+            const int64_t sk = lengths[i], sq = sk + 2, shape[] = {sq, sk};
+            sm_case c = sm_make(dtypes[d], 2, shape);
+            c.desc.causal = 1;
+            bad += sm_check_backward(&c, "hidden rows backward");
+            const size_t n = (size_t)(sq * sk);
+            double *y = (double *)th_malloc(n * sizeof *y), *dy = (double *)th_malloc(n * sizeof *dy);
+            double *x = (double *)th_malloc(n * sizeof *x);
+            for (size_t e = 0; e < n; ++e) {
+                x[e] = (double)(e % 5);
+                dy[e] = 1.0 + (double)(e % 3);
+            }
+            sm_reference_forward(&c, x, NULL, y);
+            void *yb, *dyb;
+            void *dev_y = th_upload(y, n, c.desc.dtype, 0, &yb);
+            void *dev_dy = th_upload(dy, n, c.desc.dtype, 0, &dyb);
+            assert_int_equal(uf_softmax_backward(&c.desc, dev_y, dev_dy, dev_dy, NULL), UF_OK);
+            th_download(dy, dev_dy, n, c.desc.dtype);
+            for (size_t e = 0; e < 2 * (size_t)sk; ++e)
+                bad += dy[e] != 0.0;
+            uf_free(yb);
+            uf_free(dyb);
+            free(x);
+            free(y);
+            free(dy);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(row_lengths),
+        cmocka_unit_test(in_place_and_misaligned),
+        cmocka_unit_test(hidden_rows_have_zero_gradient),
+    };
+    return TH_RUN("softmax_backward", tests);
+}

@@ -1,0 +1,248 @@
+/* uf_softmax_forward against the float64 reference, on every dtype. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "softmax_cases.h"
+
+static const uf_dtype dtypes[] = {UF_F32, UF_F16, UF_BF16, UF_F64};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+static void row_lengths(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {1,   2,    3,    31,   32,    33,     127,
+                                      128, 1000, 1024, 4097, 65537, 1048576};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
+            const int64_t sk = lengths[i];
+            const int64_t sq = sk >= 65537 ? 2 : 3;
+            char what[96];
+            /* No mask, two leading dims. */
+            const int64_t shape[] = {2, sq, sk};
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.desc.scale = 0.125;
+            snprintf(what, sizeof what, "plain sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+            /* Causal with a boolean mask broadcast over the batch. */
+            const int64_t mshape[] = {1, sq, sk};
+            c.desc.causal = 1;
+            sm_set_mask(&c, UF_BOOL, 3, mshape);
+            c.seed = 99 + (uint64_t)i;
+            snprintf(what, sizeof what, "causal+bool sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void broadcast_masks(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t qk[][2] = {{5, 5}, {3, 7}, {7, 3}, {4, 300}, {2, 20000}};
+    const uf_dtype kinds[] = {UF_DTYPE_NONE /* x's dtype */, UF_F32, UF_BOOL};
+    const int64_t B = 2, H = 3;
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t p = 0; p < sizeof qk / sizeof qk[0]; ++p) {
+            const int64_t sq = qk[p][0], sk = qk[p][1];
+            const int64_t shape[] = {B, H, sq, sk};
+            const int64_t mshapes[][4] = {{B, H, sq, sk}, {B, 1, sq, sk}, {1, H, sq, sk},
+                                          {1, 1, sq, sk}, {B, 1, 1, sk}, {sq, sk}, {sk}};
+            const int mndims[] = {4, 4, 4, 4, 4, 2, 1};
+            for (size_t k = 0; k < 3; ++k) {
+                for (size_t m = 0; m < 7; ++m) {
+                    for (int causal = 0; causal < 2; ++causal) {
+                        sm_case c = sm_make(dtypes[d], 4, shape);
+                        c.desc.causal = causal;
+                        c.desc.scale = 0.5;
+                        c.seed = 7 * p + 11 * k + 13 * m + (uint64_t)causal;
+                        const uf_dtype md = kinds[k] == UF_DTYPE_NONE ? dtypes[d] : kinds[k];
+                        sm_set_mask(&c, md, mndims[m], mshapes[m]);
+                        char what[128];
+                        snprintf(what, sizeof what, "mask %s shape#%zu causal=%d sq=%lld sk=%lld",
+                                 th_dtype_name(md), m, causal, (long long)sq, (long long)sk);
+                        bad += sm_check_forward(&c, what);
+                    }
+                }
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Hides every key of rows 0 and 2 (boolean mask), or of row 1 with -inf. */
+static void hide_some_rows(const sm_case *c, double *x, size_t nx, double *mask, size_t nm)
+{
+    (void)x;
+    (void)nx;
+    const size_t sk = (size_t)c->desc.shape[c->desc.ndim - 1];
+    for (size_t j = 0; j < sk && nm; ++j) {
+        if (c->desc.mask_dtype == UF_BOOL) {
+            mask[0 * sk + j] = 1;
+            mask[2 * sk + j] = 1;
+        } else {
+            mask[1 * sk + j] = -INFINITY;
+        }
+    }
+}
+
+static void fully_hidden_rows_are_zero(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {3, 100, 5000, 70000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 4; ++i) {
+            for (int kind = 0; kind < 2; ++kind) {
+                const int64_t sk = lengths[i], shape[] = {4, sk};
+                sm_case c = sm_make(dtypes[d], 2, shape);
+                sm_set_mask(&c, kind ? UF_F32 : UF_BOOL, 2, shape);
+                c.hidden_fraction = 0;
+                c.edit = hide_some_rows;
+                const size_t n = (size_t)(4 * sk);
+                double *x = (double *)th_malloc(n * sizeof *x), *m = (double *)th_malloc(n * sizeof *m);
+                double *y = (double *)th_malloc(n * sizeof *y);
+                for (size_t e = 0; e < n; ++e) {
+                    x[e] = (double)(e % 7); /* finite, varied */
+                    m[e] = 0;
+                }
+                hide_some_rows(&c, x, n, m, n);
+                void *xb, *mb;
+                void *dx = th_upload(x, n, c.desc.dtype, 0, &xb);
+                void *dm = th_upload(m, n, c.desc.mask_dtype, 0, &mb);
+                assert_int_equal(uf_softmax_forward(&c.desc, dx, dm, dx, NULL), UF_OK);
+                th_download(y, dx, n, c.desc.dtype);
+                const size_t r0 = kind ? 1 : 0, r1 = kind ? 1 : 2;
+                for (size_t j = 0; j < (size_t)sk; ++j) {
+                    bad += y[r0 * sk + j] != 0.0 || signbit(y[r0 * sk + j]);
+                    bad += y[r1 * sk + j] != 0.0;
+                }
+                bad += sm_check_forward(&c, "hidden rows vs reference");
+                uf_free(xb);
+                uf_free(mb);
+                free(x);
+                free(m);
+                free(y);
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void in_place_and_misaligned(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {33, 1000, 1001, 20000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 4; ++i) {
+            for (int variant = 0; variant < 3; ++variant) {
+                const int64_t shape[] = {3, lengths[i]};
+                sm_case c = sm_make(dtypes[d], 2, shape);
+                c.in_place = variant != 1;
+                c.offset = variant >= 1 ? 1 : 0; /* one element off 16-byte alignment */
+                const int64_t mshape[] = {lengths[i]};
+                sm_set_mask(&c, UF_F32, 1, mshape);
+                char what[96];
+                snprintf(what, sizeof what, "in_place=%d offset=%zu sk=%lld", c.in_place, c.offset,
+                         (long long)lengths[i]);
+                bad += sm_check_forward(&c, what);
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void large_magnitudes(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {17, 512, 9000, 40000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 4; ++i) {
+            const int64_t shape[] = {2, 2, lengths[i]};
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.lo = -1e4;
+            c.hi = 1e4;
+            /* Scales that are powers of two keep x * scale exact in fp32, so
+             * the comparison measures the kernel, not the input's rounding. */
+            c.desc.scale = i % 2 ? 0.5 : 1.0;
+            bad += sm_check_forward(&c, "large magnitudes");
+            c.lo = -3;
+            c.hi = 3;
+            c.desc.scale = 0.3;
+            bad += sm_check_forward(&c, "scale 0.3");
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Row 0: a NaN; row 1: +inf; row 2: some -inf; row 3: all -inf. */
+static void special_values(const sm_case *c, double *x, size_t nx, double *mask, size_t nm)
+{
+    (void)mask;
+    (void)nm;
+    (void)nx;
+    const size_t sk = (size_t)c->desc.shape[c->desc.ndim - 1];
+    x[0 * sk + sk / 2] = NAN;
+    x[1 * sk + sk / 3] = INFINITY;
+    for (size_t j = 0; j < sk; j += 2)
+        x[2 * sk + j] = -INFINITY;
+    for (size_t j = 0; j < sk; ++j)
+        x[3 * sk + j] = -INFINITY;
+}
+
+static void nan_and_infinities(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {1, 5, 64, 3000, 50000};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < 5; ++i) {
+            const int64_t shape[] = {4, lengths[i]};
+            sm_case c = sm_make(dtypes[d], 2, shape);
+            c.edit = special_values;
+            bad += sm_check_forward(&c, "nan/inf");
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void any_number_of_dims(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    size_t bad = 0;
+    const int64_t s1[] = {77};
+    const int64_t s6[] = {2, 1, 3, 2, 5, 40};
+    const int64_t m6[] = {3, 1, 1, 40};
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        sm_case c = sm_make(dtypes[d], 1, s1);
+        c.desc.causal = 1; /* Sq = 1 for a vector: every key visible */
+        bad += sm_check_forward(&c, "1-d");
+        c = sm_make(dtypes[d], 6, s6);
+        c.desc.causal = 1;
+        sm_set_mask(&c, UF_BOOL, 4, m6);
+        bad += sm_check_forward(&c, "6-d with 4-d mask");
+    }
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(row_lengths),       cmocka_unit_test(broadcast_masks),
+        cmocka_unit_test(fully_hidden_rows_are_zero), cmocka_unit_test(in_place_and_misaligned),
+        cmocka_unit_test(large_magnitudes),  cmocka_unit_test(nan_and_infinities),
+        cmocka_unit_test(any_number_of_dims),
+    };
+    return TH_RUN("softmax_forward", tests);
+}

@@ -55,7 +55,8 @@ extern "C" uf_status ufb_launch_status(void);
 
 #define UF_BLOCKS(b) for (int64_t b = blockIdx.x; b < uf_dims_.blocks; b += gridDim.x)
 
-#define UF_THREADS(t) for (int t = (int)threadIdx.x, uf_once_ = 1; uf_once_; uf_once_ = 0, (void)t)
+#define UF_THREADS(t)                                                                              \
+    for ([[maybe_unused]] int t = (int)threadIdx.x, uf_once_ = 1; uf_once_; uf_once_ = 0)
 
 #define UF_BARRIER() __syncthreads()
 

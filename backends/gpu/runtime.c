@@ -3,6 +3,7 @@
  * build reads them through hip/vendor.h's renames. Compiled by the device
  * compiler (nvcc, hipcc) as C++.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "layer.h"
@@ -72,7 +73,7 @@ extern "C" uf_status ufb_device_info(uf_device_info *info)
     if (st != UF_OK)
         return st;
     memset(info, 0, sizeof *info);
-    strncpy(info->name, prop.name, sizeof info->name - 1);
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
     info->backend = UF_GPU_BACKEND;
     info->multiprocessors = lim.multiprocessors;
     info->warp_size = lim.warp_size;

@@ -148,3 +148,9 @@ const char *th_dtype_name(uf_dtype dtype)
         return "none";
     }
 }
+
+int64_t th_max_row(void)
+{
+    const char *quick = getenv("UF_TEST_QUICK");
+    return quick && *quick && strcmp(quick, "0") != 0 ? 65537 : 1048576;
+}

@@ -67,6 +67,11 @@ size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtyp
 
 const char *th_dtype_name(uf_dtype dtype);
 
+/* Largest row length the row-length sweeps use: 1048576, or 65537 when the
+ * environment sets UF_TEST_QUICK (slow instrumented runs such as
+ * compute-sanitizer). */
+int64_t th_max_row(void);
+
 /* Allocation helpers that fail the test instead of returning NULL. */
 void *th_malloc(size_t bytes);
 

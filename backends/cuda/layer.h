@@ -4,6 +4,6 @@
 #define UF_CUDA_LAYER_H
 
 #include "cuda/vendor.h"
-#include "gpu/layer.h"
+#include "gpu/layer_gpu.h"
 
 #endif

@@ -4,6 +4,6 @@
 #define UF_HIP_LAYER_H
 
 #include "hip/vendor.h"
-#include "gpu/layer.h"
+#include "gpu/layer_gpu.h"
 
 #endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One whole GPU run on the H200 machine (see docs/results.md): install the
+# carried cmocka packages, build the CUDA backend, run the tests, the
+# compute-sanitizer tools over the test binaries, the benchmark and the
+# comparison with PyTorch. Logs and JSON go to $OUT (or ./gpu-out).
+#   bench/gpu_run.sh [test] [sanitize] [bench] [torch]   (default: all four)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+stages=${*:-test sanitize bench torch}
+export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+status=0
+
+log() { printf '\n==== %s ====\n' "$*" | tee -a "$out/summary.txt"; }
+
+if ! pkg-config --exists cmocka 2>/dev/null; then
+  dpkg -i .deps/libcmocka0_*.deb .deps/libcmocka-dev_*.deb >/dev/null
+fi
+
+log "$(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
+
+meson setup build-gpu -Dplatform=cuda -Dbuildtype=release ${UF_MESON_ARGS:-} >"$out/setup.log" 2>&1 ||
+  { cat "$out/setup.log"; exit 1; }
+ninja -C build-gpu >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+grep -i warning "$out/build.log" | tee -a "$out/summary.txt"
+
+for stage in $stages; do
+  case $stage in
+  test)
+    log "meson test (CUDA)"
+    meson test -C build-gpu --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
+    cp build-gpu/meson-logs/testlog.txt "$out/testlog.txt"
+    grep -hE '^\[  (PASSED|FAILED|SKIPPED) *\]' "$out/testlog.txt" | tee -a "$out/summary.txt"
+    ;;
+  sanitize)
+    for tool in memcheck racecheck synccheck; do
+      for t in build-gpu/tests/test_*; do
+        [ -x "$t" ] || continue
+        log "compute-sanitizer $tool $(basename "$t")"
+        UF_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" \
+          >"$out/san-$tool-$(basename "$t").log" 2>&1
+        rc=$?
+        tail -2 "$out/san-$tool-$(basename "$t").log" | tee -a "$out/summary.txt"
+        echo "exit $rc" | tee -a "$out/summary.txt"
+        [ $rc -eq 0 ] || status=1
+      done
+    done
+    ;;
+  bench)
+    log "unifuse-bench-softmax"
+    build-gpu/bench/unifuse-bench-softmax --json "$out/bench_softmax_h200.json" \
+      2>&1 | tee "$out/bench.log" | tail -80 || status=1
+    ;;
+  torch)
+    log "compare_torch.py"
+    python3 bench/compare_torch.py --lib build-gpu/libunifuse.so \
+      --out-json "$out/torch_softmax_h200.json" --out-png "$out/torch_softmax_h200.png" \
+      2>&1 | tee "$out/torch.log" | tail -80 || status=1
+    ;;
+  esac
+done
+log "done, status $status"
+exit $status

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "openmp/fast_exp.h"
 #include "portable/f16_bits.h"
 
 #ifndef UF_WARP
@@ -85,7 +86,7 @@ UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)
 
 /* ---- math ---- */
-#define UF_EXPF(x) expf(x)
+#define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */
 #define UF_EXP(x) exp(x)
 
 /* ---- collectives ---- */

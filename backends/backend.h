@@ -35,6 +35,10 @@ uf_status ufb_device_limits(uf_device_limits *limits);
 uf_status ufb_device_info(uf_device_info *info);
 uf_status ufb_malloc(void **ptr, size_t bytes);
 uf_status ufb_free(void *ptr);
+/* Scratch memory ordered on a stream: usable by work queued after the
+ * allocation, released after the work queued before the free. */
+uf_status ufb_malloc_async(void **ptr, size_t bytes, uf_stream s);
+uf_status ufb_free_async(void *ptr, uf_stream s);
 uf_status ufb_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind, uf_stream s);
 uf_status ufb_memset(void *dst, int value, size_t bytes, uf_stream s);
 uf_status ufb_stream_create(uf_stream *s);

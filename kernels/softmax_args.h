@@ -30,17 +30,23 @@ typedef struct uf_softmax_args {
     int causal;
     int mask_kind;  /* uf_mask_kind */
     int group;      /* register path: threads per row (a power of two <= warp, or the block) */
+    int64_t chunk;   /* split path: keys per chunk (a multiple of the vector width) */
+    int64_t nchunks; /* split path: chunks per row */
+    void *partial;   /* split path: per chunk (max, sum) or (dot, unused), compute type */
     int row_dims;   /* mask broadcast: number of collapsed row dimensions */
     int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
     int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
 } uf_softmax_args;
 
 /* One launcher per kernel variant: <pass>_<path>_<dtype>_v<vector width>. */
+#define UF_SOFTMAX_DECLARE_ONE(pass, path, dt, vec)                                                \
+    uf_status uf_softmax_##pass##_##path##_##dt##_v##vec##_launch(const uf_launch *,               \
+                                                                  const uf_softmax_args *);
 #define UF_SOFTMAX_DECLARE(pass, dt, vec)                                                          \
-    uf_status uf_softmax_##pass##_reg_##dt##_v##vec##_launch(const uf_launch *,                    \
-                                                             const uf_softmax_args *);             \
-    uf_status uf_softmax_##pass##_stream_##dt##_v##vec##_launch(const uf_launch *,                 \
-                                                                const uf_softmax_args *);
+    UF_SOFTMAX_DECLARE_ONE(pass, reg, dt, vec)                                                     \
+    UF_SOFTMAX_DECLARE_ONE(pass, stream, dt, vec)                                                  \
+    UF_SOFTMAX_DECLARE_ONE(pass, split_stats, dt, vec)                                             \
+    UF_SOFTMAX_DECLARE_ONE(pass, split_apply, dt, vec)
 #define UF_SOFTMAX_DECLARE_DTYPE(pass, dt, vec)                                                    \
     UF_SOFTMAX_DECLARE(pass, dt, 1) UF_SOFTMAX_DECLARE(pass, dt, vec)
 

@@ -1,8 +1,9 @@
 /*
  * Backward of the scaled softmax, one instantiation per (UF_DT, UF_VEC); see
  * softmax_backward.c. dx = scale * y * (dy - sum_j dy_j y_j), from y and dy.
- * Same two paths as the forward pass: the row's y and dy in registers, or a
- * block per row that reads twice. Each thread rereads only the elements it
+ * Same paths as the forward pass: the row's y and dy in registers; a block
+ * per row that reads twice; or rows split into chunks whose partial dots go
+ * through `partial` between two kernels. Each thread rereads only the elements it
  * writes, after the row's sum is complete, so dx may equal dy or y.
  */
 #include "kernels/dtype_bind.h"
@@ -68,33 +69,85 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
     }
 }
 
+/* One thread's share of sum(y * dy) over keys [begin, end). */
+UF_FN UF_ACC UF_VNAME(uf_softmax_dot)(const uf_softmax_args *a, int64_t row, int64_t begin,
+                                      int64_t end, int t, int nthreads)
+{
+    UF_ACC acc = 0;
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC y[UF_VEC], dy[UF_VEC];
+        UF_VNAME(uf_softmax_load_pair)(a, row, j0, y, dy);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += y[e] * dy[e];
+    }
+    return acc;
+}
+
+/* dx = scale * y * (dy - dot) over keys [begin, end). */
+UF_FN void UF_VNAME(uf_softmax_grad)(const uf_softmax_args *a, int64_t row, int64_t begin,
+                                     int64_t end, int t, int nthreads, UF_ACC dot)
+{
+    const UF_ACC scale = (UF_ACC)a->scale;
+    UF_T *dx = (UF_T *)a->out + row * a->sk;
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC y[UF_VEC], dy[UF_VEC];
+        UF_VNAME(uf_softmax_load_pair)(a, row, j0, y, dy);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[e] = scale * y[e] * (dy[e] - dot);
+        UF_STOREV(dx, j0, y);
+    }
+}
+
 UF_KERNEL(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a)
 {
-    const int64_t step = (int64_t)UF_NTHREADS * UF_VEC;
     UF_BLOCKS(row)
     {
         UF_EXCLUSIVE(UF_ACC, dot);
+        UF_THREADS(t) { UF_X(dot) = UF_VNAME(uf_softmax_dot)(&a, row, 0, a.sk, t, UF_NTHREADS); }
+        UF_BLOCK_SUM(dot);
+        UF_THREADS(t) { UF_VNAME(uf_softmax_grad)(&a, row, 0, a.sk, t, UF_NTHREADS, UF_X(dot)); }
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a)
+{
+    UF_BLOCKS(b)
+    {
+        const int64_t row = b / a.nchunks, c = b % a.nchunks;
+        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        UF_EXCLUSIVE(UF_ACC, dot);
         UF_THREADS(t)
         {
+            UF_X(dot) = UF_VNAME(uf_softmax_dot)(&a, row, begin, end, t, UF_NTHREADS);
+        }
+        UF_BLOCK_SUM(dot);
+        UF_THREADS(t)
+        {
+            if (t == 0)
+                ((UF_ACC *)a.partial)[b] = UF_X(dot);
+        }
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
+{
+    UF_BLOCKS(b)
+    {
+        const int64_t row = b / a.nchunks, c = b % a.nchunks;
+        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        UF_EXCLUSIVE(UF_ACC, dot);
+        UF_THREADS(t)
+        {
+            /* The same partials in the same order in every chunk's block:
+             * deterministic, and every chunk agrees on the row's dot. */
+            const UF_ACC *p = (const UF_ACC *)a.partial + row * a.nchunks;
             UF_ACC acc = 0;
-            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
-                UF_ACC y[UF_VEC], dy[UF_VEC];
-                UF_VNAME(uf_softmax_load_pair)(&a, row, j0, y, dy);
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += y[e] * dy[e];
-            }
+            for (int64_t k = t; k < a.nchunks; k += UF_NTHREADS)
+                acc += p[k];
             UF_X(dot) = acc;
         }
         UF_BLOCK_SUM(dot);
         UF_THREADS(t)
         {
-            const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
-            UF_T *dx = (UF_T *)a.out + row * a.sk;
-            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
-                UF_ACC y[UF_VEC], dy[UF_VEC];
-                UF_VNAME(uf_softmax_load_pair)(&a, row, j0, y, dy);
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[e] = scale * y[e] * (dy[e] - d);
-                UF_STOREV(dx, j0, y);
-            }
+            UF_VNAME(uf_softmax_grad)(&a, row, begin, end, t, UF_NTHREADS, UF_X(dot));
         }
     }
 }

@@ -1,11 +1,16 @@
 /*
  * Forward scaled masked softmax, one instantiation per (UF_DT, UF_VEC); see
- * softmax_forward.c. Two paths, both one logical block per row group:
+ * softmax_forward.c. Three paths:
  *
  *  reg:    the row lives in registers (UF_SOFTMAX_REG_BYTES per thread);
  *          `group` threads share a row: read once, write once.
  *  stream: rows too long for registers; one block per row keeps a running
- *          (max, sum) per thread in one read, then reads again to write.
+ *          (max, sum) per thread in one read, then reads again to write
+ *          (the second read mostly hits L2: few rows are in flight).
+ *  split:  long rows, or too few rows to fill the device: each row is cut
+ *          into `nchunks` chunks of `chunk` keys, one block per chunk. The
+ *          stats kernel writes each chunk's (max, sum) to `partial`; the
+ *          apply kernel combines its row's partials and writes its chunk.
  *
  * Special values: hidden keys are -inf; the row maximum is taken as 0 when
  * every key is hidden so that exp(-inf - max) is 0 rather than NaN, and a
@@ -16,60 +21,62 @@
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC)) /* elements per thread */
 #define UF_REG_NV (UF_REG_N / UF_VEC)                          /* accesses per thread */
 
-/* x * scale + mask for key j, or -inf when the key is hidden. */
-UF_FN UF_ACC UF_VNAME(uf_softmax_logit)(const uf_softmax_args *a, UF_T xv, int64_t mask_row,
-                                        int64_t j, int64_t last_key)
-{
-    if (j > last_key)
-        return (UF_ACC)-INFINITY;
-    UF_ACC z = UF_TO_ACC(xv) * (UF_ACC)a->scale;
-    switch (a->mask_kind) {
-    case UF_MASK_ADD_SAME:
-        z += UF_TO_ACC(((const UF_T *)a->x2)[mask_row + j]);
-        break;
-    case UF_MASK_ADD_F32:
-        z += (UF_ACC)((const float *)a->x2)[mask_row + j];
-        break;
-    case UF_MASK_BOOL:
-        if (((const unsigned char *)a->x2)[mask_row + j])
-            z = (UF_ACC)-INFINITY;
-        break;
-    default:
-        break;
-    }
-    return z;
-}
-
-/* Where a row's keys come from: its x, its mask row and its last visible
- * key; computed once per row because the mask offset costs divisions. */
+/* Where a row's keys come from; computed once per row because the mask
+ * offset costs divisions. */
 typedef struct UF_VNAME(uf_softmax_row) {
     const UF_T *x;
-    int64_t mask_row;
-    int64_t last_key;
+    const void *mask; /* this row's mask, NULL without one */
+    int64_t last_key; /* keys after it are hidden by the causal rule */
+    UF_ACC scale;
 } UF_VNAME(uf_softmax_row);
 
 UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args *a, int64_t row)
 {
     UF_VNAME(uf_softmax_row) r;
     r.x = (const UF_T *)a->x + row * a->sk;
-    r.mask_row = a->mask_kind ? uf_softmax_mask_offset(a, row) : 0;
+    r.mask = NULL;
+    if (a->mask_kind != UF_MASK_NONE) {
+        const size_t esize = a->mask_kind == UF_MASK_ADD_SAME  ? sizeof(UF_T)
+                             : a->mask_kind == UF_MASK_ADD_F32 ? sizeof(float)
+                                                               : 1;
+        r.mask = (const char *)a->x2 + uf_softmax_mask_offset(a, row) * (int64_t)esize;
+    }
     r.last_key = uf_softmax_last_key(a, row);
+    r.scale = (UF_ACC)a->scale;
     return r;
 }
 
-/* Loads UF_VEC keys starting at j0 (all inside the row) as logits. */
+/* Logits x * scale + mask of the UF_VEC keys from j0 (all inside the row),
+ * -inf where hidden. Branches are per access, not per key. */
 UF_FN void UF_VNAME(uf_softmax_load_logits)(const uf_softmax_args *a,
                                             const UF_VNAME(uf_softmax_row) *r, int64_t j0,
                                             UF_ACC *z)
 {
-    UF_T raw[UF_VEC];
-#if UF_VEC == 1
-    raw[0] = r->x[j0];
-#else
-    UF_LOAD16(raw, r->x + j0);
-#endif
-    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] =
-        UF_VNAME(uf_softmax_logit)(a, raw[e], r->mask_row, j0 + e, r->last_key);
+    UF_LOADV(z, r->x, j0);
+    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] *= r->scale;
+    switch (a->mask_kind) {
+    case UF_MASK_ADD_SAME: {
+        UF_ACC m[UF_VEC];
+        UF_LOADV(m, (const UF_T *)r->mask, j0);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] += m[e];
+        break;
+    }
+    case UF_MASK_ADD_F32: {
+        const float *m = (const float *)r->mask + j0;
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] += (UF_ACC)m[e];
+        break;
+    }
+    case UF_MASK_BOOL: {
+        const unsigned char *m = (const unsigned char *)r->mask + j0;
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = m[e] ? (UF_ACC)-INFINITY : z[e];
+        break;
+    }
+    default:
+        break;
+    }
+    const int64_t visible = r->last_key - j0; /* z[e] is visible while e <= visible */
+    if (visible < UF_VEC - 1)
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = e > visible ? (UF_ACC)-INFINITY : z[e];
 }
 
 /* The subtrahend that keeps exp finite-or-zero when every key is hidden. */
@@ -82,6 +89,55 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_inverse)(UF_ACC row_max, UF_ACC sum)
         return (UF_ACC)NAN;
     return sum == (UF_ACC)0 ? (UF_ACC)0 : (UF_ACC)1 / sum;
 }
+
+/* Folds UF_VEC logits into a running (max, sum of exp(z - max)). */
+UF_FN void UF_VNAME(uf_softmax_online)(const UF_ACC *z, UF_ACC *m, UF_ACC *s)
+{
+    UF_ACC cm = *m;
+    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) cm = z[e] > cm ? z[e] : cm;
+    const UF_ACC ref = UF_MAX_REF(cm);
+    if (cm > *m) /* rescale the running sum to the new maximum */
+        *s *= UF_EXP_ACC(*m - ref);
+    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) * s += UF_EXP_ACC(z[e] - ref);
+    *m = cm;
+}
+
+/* One thread's running (max, sum) over keys [begin, end), thread t's
+ * accesses strided by the block. */
+UF_FN void UF_VNAME(uf_softmax_scan)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
+                                     int64_t begin, int64_t end, int t, int nthreads, UF_ACC *m,
+                                     UF_ACC *s)
+{
+    *m = (UF_ACC)-INFINITY;
+    *s = 0;
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC z[UF_VEC];
+        UF_VNAME(uf_softmax_load_logits)(a, r, j0, z);
+        UF_VNAME(uf_softmax_online)(z, m, s);
+    }
+}
+
+/* Writes y = exp(z - ref) * inv over keys [begin, end), strided as above. */
+UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
+                                      int64_t row, int64_t begin, int64_t end, int t, int nthreads,
+                                      UF_ACC ref, UF_ACC inv)
+{
+    UF_T *y = (UF_T *)a->out + row * a->sk;
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC z[UF_VEC];
+        UF_VNAME(uf_softmax_load_logits)(a, r, j0, z);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = UF_EXP_ACC(z[e] - ref) * inv;
+        UF_STOREV(y, j0, z);
+    }
+}
+
+/* Between thread loops: turns every thread's running (m, s) into the
+ * block's (row_max, s) with s the block's sum relative to row_max. */
+#define UF_SOFTMAX_COMBINE(m, s, row_max)                                                          \
+    UF_THREADS(t) { UF_X(row_max) = UF_X(m); }                                                     \
+    UF_BLOCK_MAX(row_max);                                                                         \
+    UF_THREADS(t) { UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max))); }                  \
+    UF_BLOCK_SUM(s)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
 {
@@ -96,7 +152,8 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
         {
             const int64_t row = b * rows_per_block + t / group;
             const int lane = t % group;
-            const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row < a.rows ? row : 0);
+            const UF_VNAME(uf_softmax_row) r =
+                UF_VNAME(uf_softmax_row_at)(&a, row < a.rows ? row : 0);
             UF_ACC mt = (UF_ACC)-INFINITY;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
@@ -152,7 +209,6 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {
-    const int64_t step = (int64_t)UF_NTHREADS * UF_VEC;
     UF_BLOCKS(row)
     {
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
@@ -161,39 +217,75 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
         UF_EXCLUSIVE(UF_ACC, row_max);
         UF_THREADS(t)
         {
-            UF_ACC mt = (UF_ACC)-INFINITY, st = 0;
-            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
-                UF_ACC z[UF_VEC];
-                UF_VNAME(uf_softmax_load_logits)(&a, &r, j0, z);
-                UF_ACC cm = mt;
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) cm = z[e] > cm ? z[e] : cm;
-                const UF_ACC ref = UF_MAX_REF(cm);
-                if (cm > mt) /* rescale the running sum to the new maximum */
-                    st *= UF_EXP_ACC(mt - ref);
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) st += UF_EXP_ACC(z[e] - ref);
-                mt = cm;
-            }
-            UF_X(m) = mt;
-            UF_X(s) = st;
-            UF_X(row_max) = mt;
+            UF_VNAME(uf_softmax_scan)(&a, &r, 0, a.sk, t, UF_NTHREADS, &UF_X(m), &UF_X(s));
         }
-        UF_BLOCK_MAX(row_max);
-        UF_THREADS(t)
-        {
-            UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max)));
-        }
-        UF_BLOCK_SUM(s);
+        UF_SOFTMAX_COMBINE(m, s, row_max);
         UF_THREADS(t)
         {
             const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
-            UF_T *y = (UF_T *)a.out + row * a.sk;
-            for (int64_t j0 = (int64_t)t * UF_VEC; j0 < a.sk; j0 += step) {
-                UF_ACC z[UF_VEC];
-                UF_VNAME(uf_softmax_load_logits)(&a, &r, j0, z);
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = UF_EXP_ACC(z[e] - ref) * inv;
-                UF_STOREV(y, j0, z);
+            UF_VNAME(uf_softmax_write)(&a, &r, row, 0, a.sk, t, UF_NTHREADS, ref, inv);
+        }
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a)
+{
+    UF_BLOCKS(b)
+    {
+        const int64_t row = b / a.nchunks, c = b % a.nchunks;
+        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
+        UF_EXCLUSIVE(UF_ACC, m);
+        UF_EXCLUSIVE(UF_ACC, s);
+        UF_EXCLUSIVE(UF_ACC, row_max);
+        UF_THREADS(t)
+        {
+            UF_VNAME(uf_softmax_scan)(&a, &r, begin, end, t, UF_NTHREADS, &UF_X(m), &UF_X(s));
+        }
+        UF_SOFTMAX_COMBINE(m, s, row_max);
+        UF_THREADS(t)
+        {
+            if (t == 0) {
+                UF_ACC *p = (UF_ACC *)a.partial + 2 * b;
+                p[0] = UF_X(row_max);
+                p[1] = UF_X(s);
             }
+        }
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
+{
+    UF_BLOCKS(b)
+    {
+        const int64_t row = b / a.nchunks, c = b % a.nchunks;
+        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
+        UF_EXCLUSIVE(UF_ACC, m);
+        UF_EXCLUSIVE(UF_ACC, s);
+        UF_EXCLUSIVE(UF_ACC, row_max);
+        UF_THREADS(t)
+        {
+            /* Every block of the row combines the same partials in the same
+             * order, so all chunks agree on the row's max and sum. */
+            const UF_ACC *p = (const UF_ACC *)a.partial + 2 * row * a.nchunks;
+            UF_ACC mt = (UF_ACC)-INFINITY, st = 0;
+            for (int64_t k = t; k < a.nchunks; k += UF_NTHREADS) {
+                const UF_ACC pm = p[2 * k], ps = p[2 * k + 1];
+                const UF_ACC cm = pm > mt ? pm : mt, ref = UF_MAX_REF(cm);
+                st = st * UF_EXP_ACC(mt - ref) + ps * UF_EXP_ACC(pm - ref);
+                mt = cm;
+            }
+            UF_X(m) = mt;
+            UF_X(s) = st;
+        }
+        UF_SOFTMAX_COMBINE(m, s, row_max);
+        UF_THREADS(t)
+        {
+            const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
+            const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
+            UF_VNAME(uf_softmax_write)(&a, &r, row, begin, end, t, UF_NTHREADS, ref, inv);
         }
     }
 }
@@ -201,4 +293,5 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 #undef UF_REG_N
 #undef UF_REG_NV
 #undef UF_MAX_REF
+#undef UF_SOFTMAX_COMBINE
 #include "kernels/dtype_unbind.h"

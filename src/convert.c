@@ -1,5 +1,6 @@
 /* Host-side conversion between the floating dtypes, through fp64 (exact for
  * every source format) then rounded once to the destination. */
+#include <math.h>
 #include <string.h>
 
 #include "portable/f16_bits.h"
@@ -21,8 +22,19 @@ static double load(const void *src, uf_dtype dt, size_t i)
     }
 }
 
-/* fp64 -> 16-bit goes through fp32; that double rounding cannot change a
- * result because fp32 keeps more than twice the 16-bit formats' precision. */
+/* fp64 -> fp32 rounded to odd: truncate, and set the last bit when inexact.
+ * Rounding that to a 16-bit format then equals rounding the fp64 value
+ * directly, because fp32 keeps more than two extra bits. */
+static float round_to_odd_f32(double v)
+{
+    float f = (float)v;
+    if (isnan(v) || (double)f == v)
+        return f;
+    if (fabs((double)f) > fabs(v))
+        f = nextafterf(f, 0.0f);
+    return uf_f32_from_bits(uf_bits_from_f32(f) | 1u);
+}
+
 static void store(void *dst, uf_dtype dt, size_t i, double v)
 {
     switch (dt) {
@@ -30,10 +42,10 @@ static void store(void *dst, uf_dtype dt, size_t i, double v)
         ((float *)dst)[i] = (float)v;
         break;
     case UF_F16:
-        ((uint16_t *)dst)[i] = uf_f32_to_f16_bits((float)v);
+        ((uint16_t *)dst)[i] = uf_f32_to_f16_bits(round_to_odd_f32(v));
         break;
     case UF_BF16:
-        ((uint16_t *)dst)[i] = uf_f32_to_bf16_bits((float)v);
+        ((uint16_t *)dst)[i] = uf_f32_to_bf16_bits(round_to_odd_f32(v));
         break;
     default:
         ((double *)dst)[i] = v;

@@ -2,6 +2,7 @@
  * uf_softmax_forward / uf_softmax_backward: argument checks, the choice of
  * kernel path and launch shape from the device's limits, and the launch.
  */
+#include <float.h>
 #include <math.h>
 
 #include "checks.h"
@@ -9,16 +10,28 @@
 
 typedef uf_status (*uf_softmax_launcher)(const uf_launch *, const uf_softmax_args *);
 
-/* Indexed [backward][dtype - 1][vectorised][streaming]. */
-#define UF_SM_ROW(pass, dt, vec)                                                                   \
-    {{uf_softmax_##pass##_reg_##dt##_v1_launch, uf_softmax_##pass##_stream_##dt##_v1_launch},      \
-     {uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                              \
-      uf_softmax_##pass##_stream_##dt##_v##vec##_launch}}
-static const uf_softmax_launcher launchers[2][4][2][2] = {
+enum { PATH_REG, PATH_STREAM, PATH_SPLIT_STATS, PATH_SPLIT_APPLY, NPATHS };
+
+/* Indexed [backward][dtype - 1][vectorised][path]. */
+#define UF_SM_PATHS(pass, dt, vec)                                                                 \
+    {uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                               \
+     uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                            \
+     uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                       \
+     uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch}
+#define UF_SM_ROW(pass, dt, vec) {UF_SM_PATHS(pass, dt, 1), UF_SM_PATHS(pass, dt, vec)}
+static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
     {UF_SM_ROW(fwd, f32, 4), UF_SM_ROW(fwd, f16, 8), UF_SM_ROW(fwd, bf16, 8),
      UF_SM_ROW(fwd, f64, 2)},
     {UF_SM_ROW(bwd, f32, 4), UF_SM_ROW(bwd, f16, 8), UF_SM_ROW(bwd, bf16, 8),
      UF_SM_ROW(bwd, f64, 2)}};
+
+/* One block per row rereads its row from L2 only while the rows in flight
+ * fit there, and fills the device only with enough rows; longer or fewer
+ * rows are split into chunks across blocks. */
+#define UF_STREAM_MAX_ROW_BYTES (128 * 1024)
+#define UF_STREAM_MIN_ROWS_PER_MP 2
+/* Accesses per thread in one chunk of the split path. */
+#define UF_SPLIT_ACCESSES 4
 
 static int is_softmax_dtype(uf_dtype d)
 {
@@ -41,7 +54,8 @@ static uf_status check_common(const uf_softmax_desc *d, int64_t *count, size_t *
     st = uf_byte_count(*count, uf_dtype_size(d->dtype), bytes);
     if (st != UF_OK)
         return st;
-    if (!isfinite(d->scale))
+    /* The scale must be finite in the compute type too (fp32 below fp64). */
+    if (!isfinite(d->scale) || (d->dtype != UF_F64 && fabs(d->scale) > FLT_MAX))
         return UF_ERR_BAD_VALUE;
     return UF_OK;
 }
@@ -120,6 +134,27 @@ static int next_pow2(int64_t n)
     return p;
 }
 
+/* Runs the split path: partial statistics per chunk into stream-ordered
+ * scratch, then every chunk's block combines its row's partials. */
+static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
+                              int64_t width, int acc_size)
+{
+    a->chunk = (int64_t)l.threads * width * UF_SPLIT_ACCESSES;
+    a->nchunks = (a->sk + a->chunk - 1) / a->chunk;
+    l.blocks = a->rows * a->nchunks;
+    size_t bytes = 0;
+    uf_status st = uf_byte_count(l.blocks, 2 * (size_t)acc_size, &bytes);
+    if (st == UF_OK)
+        st = ufb_malloc_async(&a->partial, bytes, l.stream);
+    if (st != UF_OK)
+        return st;
+    st = paths[PATH_SPLIT_STATS](&l, a);
+    if (st == UF_OK)
+        st = paths[PATH_SPLIT_APPLY](&l, a);
+    const uf_status freed = ufb_free_async(a->partial, l.stream);
+    return st != UF_OK ? st : freed;
+}
+
 /* Chooses the path and launch shape from the row length and the device,
  * then launches. `vec_ok`: every pointer allows 16-byte access. */
 static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
@@ -141,26 +176,31 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
     const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
+    const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][vec];
     uf_launch l = {0, 0, stream};
-    int streaming = 0;
     if (need <= warp) {
         /* Up to a warp per row, several rows per block. */
         a->group = next_pow2(need);
         l.threads = 4 * warp <= max_threads ? 4 * warp : warp;
         const int rows_per_block = l.threads / a->group;
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
-    } else if (need <= max_threads) {
+        return paths[PATH_REG](&l, a);
+    }
+    if (need <= max_threads) {
         /* A block per row, the row still in registers. */
         l.threads = (int)((need + warp - 1) / warp * warp);
         a->group = l.threads;
         l.blocks = a->rows;
-    } else {
-        streaming = 1;
-        l.threads = max_threads;
-        a->group = l.threads;
-        l.blocks = a->rows;
+        return paths[PATH_REG](&l, a);
     }
-    return launchers[backward][d->dtype - 1][vec][streaming](&l, a);
+    l.threads = max_threads;
+    a->group = l.threads;
+    if (a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
+        a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors) {
+        l.blocks = a->rows;
+        return paths[PATH_STREAM](&l, a);
+    }
+    return launch_split(paths, a, l, width, acc_size);
 }
 
 static void fill_rows(const uf_softmax_desc *d, uf_softmax_args *a, int64_t count)
@@ -191,7 +231,8 @@ uf_status uf_softmax_forward(const uf_softmax_desc *desc, const void *x, const v
     a.x = x;
     a.x2 = a.mask_kind != UF_MASK_NONE ? mask : NULL;
     a.out = y;
-    return launch(0, desc, &a, aligned16(x) && aligned16(y), stream);
+    const int mask_vec_ok = a.mask_kind != UF_MASK_ADD_SAME || aligned16(mask);
+    return launch(0, desc, &a, aligned16(x) && aligned16(y) && mask_vec_ok, stream);
 }
 
 uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const void *dy, void *dx,

@@ -141,7 +141,8 @@ uf_status uf_convert_host(void *dst, uf_dtype dst_dtype, const void *src, uf_dty
  *
  * dtype: UF_F32, UF_F16, UF_BF16 or UF_F64. Arithmetic is fp32 (fp64 for
  *   UF_F64).
- * scale: multiplies x before the mask is added; must be finite.
+ * scale: multiplies x before the mask is added; must be finite in the
+ *   compute type (|scale| <= FLT_MAX unless dtype is UF_F64).
  * causal: nonzero hides key j from query i when j > i + (Sk - Sq)
  *   (bottom-right aligned: the usual lower triangle when Sq == Sk).
  * mask_dtype: UF_DTYPE_NONE for no mask; x's dtype or UF_F32 for an additive
@@ -181,7 +182,7 @@ typedef struct uf_softmax_desc {
  * non-empty tensor), UF_ERR_BAD_DTYPE, UF_ERR_BAD_SHAPE, UF_ERR_BAD_VALUE
  * (scale not finite), UF_ERR_OVERFLOW (byte count beyond size_t / int64),
  * UF_ERR_ALIAS (y overlaps x without being equal, or overlaps the mask),
- * UF_ERR_BAD_ARGUMENT (unknown enum value), and runtime statuses
+ * and runtime statuses
  * (UF_ERR_NO_DEVICE, UF_ERR_LAUNCH, UF_ERR_DEVICE). An empty tensor (some
  * extent 0) is a valid no-op.
  */

@@ -144,6 +144,12 @@ static void conversion_bit_patterns(void **state)
     assert_int_equal(uf_convert_host(&back, UF_F32, &sub, UF_F16, 1), UF_OK);
     assert_true(back == 0x1.ff8p-15f);
     assert_int_equal(uf_convert_host(&back, UF_F32, &h, UF_BOOL, 1), UF_ERR_BAD_DTYPE);
+    /* fp64 rounds once: a tail beyond fp32's precision still breaks the tie. */
+    const double above_tie_h = 1.0 + 0x1p-11 + 0x1p-40, above_tie_b = 1.0 + 0x1p-8 + 0x1p-40;
+    assert_int_equal(uf_convert_host(&h, UF_F16, &above_tie_h, UF_F64, 1), UF_OK);
+    assert_int_equal(h, 0x3c01);
+    assert_int_equal(uf_convert_host(&h, UF_BF16, &above_tie_b, UF_F64, 1), UF_OK);
+    assert_int_equal(h, 0x3f81);
 }
 
 int main(void)

@@ -96,12 +96,27 @@ static void hidden_rows_have_zero_gradient(void **state)
     assert_int_equal(bad, 0);
 }
 
+static void many_long_rows(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        const int64_t shape[] = {300, 17000};
+        sm_case c = sm_make(dtypes[d], 2, shape);
+        c.desc.causal = 1;
+        bad += sm_check_backward(&c, "many long rows backward");
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(row_lengths),
         cmocka_unit_test(in_place_and_misaligned),
         cmocka_unit_test(hidden_rows_have_zero_gradient),
+        cmocka_unit_test(many_long_rows),
     };
     return TH_RUN("softmax_backward", tests);
 }

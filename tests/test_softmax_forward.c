@@ -238,13 +238,30 @@ static void any_number_of_dims(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Enough rows of a length beyond registers that the one-block-per-row
+ * (stream) path runs on a GPU; fewer rows take the split path. */
+static void many_long_rows(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        const int64_t shape[] = {3, 100, 17000}, mshape[] = {100, 17000};
+        sm_case c = sm_make(dtypes[d], 3, shape);
+        c.desc.causal = 1;
+        sm_set_mask(&c, dtypes[d], 2, mshape);
+        bad += sm_check_forward(&c, "many long rows");
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(row_lengths),       cmocka_unit_test(broadcast_masks),
         cmocka_unit_test(fully_hidden_rows_are_zero), cmocka_unit_test(in_place_and_misaligned),
         cmocka_unit_test(large_magnitudes),  cmocka_unit_test(nan_and_infinities),
-        cmocka_unit_test(any_number_of_dims),
+        cmocka_unit_test(any_number_of_dims), cmocka_unit_test(many_long_rows),
     };
     return TH_RUN("softmax_forward", tests);
 }

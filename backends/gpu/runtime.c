@@ -22,6 +22,7 @@ static uf_status status_from(cudaError_t err)
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
     case cudaErrorInvalidDeviceFunction:
+    case cudaErrorNoKernelImageForDevice:
         return UF_ERR_LAUNCH;
     default:
         return UF_ERR_DEVICE;
@@ -89,6 +90,16 @@ extern "C" uf_status ufb_malloc(void **ptr, size_t bytes)
 }
 
 extern "C" uf_status ufb_free(void *ptr) { return status_from(cudaFree(ptr)); }
+
+extern "C" uf_status ufb_malloc_async(void **ptr, size_t bytes, uf_stream s)
+{
+    return status_from(cudaMallocAsync(ptr, bytes, (cudaStream_t)s));
+}
+
+extern "C" uf_status ufb_free_async(void *ptr, uf_stream s)
+{
+    return status_from(cudaFreeAsync(ptr, (cudaStream_t)s));
+}
 
 extern "C" uf_status ufb_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind,
                                 uf_stream s)

@@ -23,6 +23,7 @@
 #define cudaErrorInvalidConfiguration hipErrorInvalidConfiguration
 #define cudaErrorLaunchOutOfResources hipErrorLaunchOutOfResources
 #define cudaErrorInvalidDeviceFunction hipErrorInvalidDeviceFunction
+#define cudaErrorNoKernelImageForDevice hipErrorNoBinaryForGpu
 #define cudaGetLastError hipGetLastError
 
 #define cudaGetDeviceCount hipGetDeviceCount
@@ -38,6 +39,8 @@
 
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
+#define cudaMallocAsync hipMallocAsync
+#define cudaFreeAsync hipFreeAsync
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemsetAsync hipMemsetAsync
 #define cudaMemcpyKind hipMemcpyKind

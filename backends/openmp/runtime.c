@@ -67,6 +67,18 @@ uf_status ufb_free(void *ptr)
     return UF_OK;
 }
 
+uf_status ufb_malloc_async(void **ptr, size_t bytes, uf_stream s)
+{
+    (void)s;
+    return ufb_malloc(ptr, bytes);
+}
+
+uf_status ufb_free_async(void *ptr, uf_stream s)
+{
+    (void)s;
+    return ufb_free(ptr);
+}
+
 uf_status ufb_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind, uf_stream s)
 {
     (void)kind;

@@ -16,14 +16,8 @@ typedef enum uf_mask_kind {
 } uf_mask_kind;
 
 /* Per thread, the register path keeps this many bytes of row values in its
- * compute type (forward: 32 fp32 or 16 fp64 elements; backward: y and dy,
- * 16 fp32 each): enough loads in flight to cover memory latency. */
-#define UF_SOFTMAX_FWD_REG_BYTES 128
-#define UF_SOFTMAX_BWD_REG_BYTES 64
-/* The softmax kernels are compiled for blocks of at most this many threads,
- * which leaves each thread up to 128 registers: the rows (register path) or
- * the batched loads (other paths) fit without spilling. */
-#define UF_SOFTMAX_MAX_THREADS 512
+ * compute type: 16 elements in fp32 arithmetic, 8 in fp64. */
+#define UF_SOFTMAX_REG_BYTES 64
 
 typedef struct uf_softmax_args {
     const void *x;  /* forward: input; backward: y */
@@ -39,9 +33,8 @@ typedef struct uf_softmax_args {
     int64_t chunk;   /* split path: keys per chunk (a multiple of the vector width) */
     int64_t nchunks; /* split path: chunks per row */
     void *partial;   /* split path: per chunk (max, sum) or (dot, unused), compute type */
-    int row_dims; /* with a mask: collapsed row dimensions in block order; 0 = x's order */
-    int64_t row_extent[UF_MAX_DIMS];  /* extents, outermost first */
-    int64_t row_stride[UF_MAX_DIMS];  /* x rows per step of each */
+    int row_dims;   /* mask broadcast: number of collapsed row dimensions */
+    int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
     int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
 } uf_softmax_args;
 

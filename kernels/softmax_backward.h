@@ -8,9 +8,8 @@
  */
 #include "kernels/dtype_bind.h"
 
-#define UF_REG_N (UF_SOFTMAX_BWD_REG_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_NV (UF_REG_N / UF_VEC)
-#define UF_SCAN_BATCH 4 /* loads in flight per thread on the stream and split paths */
 
 UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row, int64_t j0,
                                           UF_ACC *y, UF_ACC *dy)
@@ -19,7 +18,7 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
     UF_LOADV(dy, (const UF_T *)a->x2 + row * a->sk, j0);
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
 {
     const int group = a.group;
     const int rows_per_block = UF_NTHREADS / group;
@@ -70,56 +69,34 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a, UF_SOFTMAX_M
     }
 }
 
-/* One thread's share of sum(y * dy) over keys [begin, end), with
- * UF_SCAN_BATCH accesses loaded before any is used. */
+/* One thread's share of sum(y * dy) over keys [begin, end). */
 UF_FN UF_ACC UF_VNAME(uf_softmax_dot)(const uf_softmax_args *a, int64_t row, int64_t begin,
                                       int64_t end, int t, int nthreads)
 {
-    const int64_t step = (int64_t)nthreads * UF_VEC;
     UF_ACC acc = 0;
-    for (int64_t j = begin + (int64_t)t * UF_VEC; j < end; j += UF_SCAN_BATCH * step) {
-        UF_ACC y[UF_SCAN_BATCH][UF_VEC], dy[UF_SCAN_BATCH][UF_VEC];
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step < end)
-                UF_VNAME(uf_softmax_load_pair)(a, row, j + u * step, y[u], dy[u]);
-            else
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[u][e] = dy[u][e] = 0;
-        }
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += y[u][e] * dy[u][e];
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC y[UF_VEC], dy[UF_VEC];
+        UF_VNAME(uf_softmax_load_pair)(a, row, j0, y, dy);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += y[e] * dy[e];
     }
     return acc;
 }
 
-/* dx = scale * y * (dy - dot) over keys [begin, end), batched as above. */
+/* dx = scale * y * (dy - dot) over keys [begin, end). */
 UF_FN void UF_VNAME(uf_softmax_grad)(const uf_softmax_args *a, int64_t row, int64_t begin,
                                      int64_t end, int t, int nthreads, UF_ACC dot)
 {
-    const int64_t step = (int64_t)nthreads * UF_VEC;
     const UF_ACC scale = (UF_ACC)a->scale;
     UF_T *dx = (UF_T *)a->out + row * a->sk;
-    for (int64_t j = begin + (int64_t)t * UF_VEC; j < end; j += UF_SCAN_BATCH * step) {
-        UF_ACC y[UF_SCAN_BATCH][UF_VEC], dy[UF_SCAN_BATCH][UF_VEC];
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step < end)
-                UF_VNAME(uf_softmax_load_pair)(a, row, j + u * step, y[u], dy[u]);
-            else /* never stored; set so no value is read uninitialised */
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[u][e] = dy[u][e] = 0;
-        }
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step >= end)
-                break;
-            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[u][e] =
-                scale * y[u][e] * (dy[u][e] - dot);
-            UF_STOREV(dx, j + u * step, y[u]);
-        }
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC y[UF_VEC], dy[UF_VEC];
+        UF_VNAME(uf_softmax_load_pair)(a, row, j0, y, dy);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) y[e] = scale * y[e] * (dy[e] - dot);
+        UF_STOREV(dx, j0, y);
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a)
 {
     UF_BLOCKS(row)
     {
@@ -130,7 +107,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a, UF_SOFTMA
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
@@ -150,7 +127,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a, UF_S
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
@@ -177,5 +154,4 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a, UF_S
 
 #undef UF_REG_N
 #undef UF_REG_NV
-#undef UF_SCAN_BATCH
 #include "kernels/dtype_unbind.h"

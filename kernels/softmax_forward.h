@@ -2,7 +2,7 @@
  * Forward scaled masked softmax, one instantiation per (UF_DT, UF_VEC); see
  * softmax_forward.c. Three paths:
  *
- *  reg:    the row lives in registers (UF_SOFTMAX_FWD_REG_BYTES per thread);
+ *  reg:    the row lives in registers (UF_SOFTMAX_REG_BYTES per thread);
  *          `group` threads share a row: read once, write once.
  *  stream: rows too long for registers; one block per row keeps a running
  *          (max, sum) per thread in one read, then reads again to write
@@ -18,35 +18,28 @@
  */
 #include "kernels/dtype_bind.h"
 
-#define UF_REG_N (UF_SOFTMAX_FWD_REG_BYTES / (int)sizeof(UF_ACC)) /* elements per thread */
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC)) /* elements per thread */
 #define UF_REG_NV (UF_REG_N / UF_VEC)                          /* accesses per thread */
-#define UF_SCAN_BATCH 4 /* loads in flight per thread on the stream and split paths */
 
 /* Where a row's keys come from; computed once per row because the mask
  * offset costs divisions. */
 typedef struct UF_VNAME(uf_softmax_row) {
     const UF_T *x;
-    UF_T *y;
     const void *mask; /* this row's mask, NULL without one */
     int64_t last_key; /* keys after it are hidden by the causal rule */
     UF_ACC scale;
 } UF_VNAME(uf_softmax_row);
 
-/* The row that block order `logical` stands for. */
-UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args *a,
-                                                           int64_t logical)
+UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args *a, int64_t row)
 {
     UF_VNAME(uf_softmax_row) r;
-    int64_t mask_offset = 0;
-    const int64_t row = uf_softmax_locate(a, logical, &mask_offset);
     r.x = (const UF_T *)a->x + row * a->sk;
-    r.y = (UF_T *)a->out + row * a->sk;
     r.mask = NULL;
     if (a->mask_kind != UF_MASK_NONE) {
-        const int64_t esize = a->mask_kind == UF_MASK_ADD_SAME  ? (int64_t)sizeof(UF_T)
-                              : a->mask_kind == UF_MASK_ADD_F32 ? (int64_t)sizeof(float)
-                                                                : 1;
-        r.mask = (const char *)a->x2 + mask_offset * esize;
+        const size_t esize = a->mask_kind == UF_MASK_ADD_SAME  ? sizeof(UF_T)
+                             : a->mask_kind == UF_MASK_ADD_F32 ? sizeof(float)
+                                                               : 1;
+        r.mask = (const char *)a->x2 + uf_softmax_mask_offset(a, row) * (int64_t)esize;
     }
     r.last_key = uf_softmax_last_key(a, row);
     r.scale = (UF_ACC)a->scale;
@@ -110,50 +103,31 @@ UF_FN void UF_VNAME(uf_softmax_online)(const UF_ACC *z, UF_ACC *m, UF_ACC *s)
 }
 
 /* One thread's running (max, sum) over keys [begin, end), thread t's
- * accesses strided by the block; UF_SCAN_BATCH loads are issued before any
- * is used, to keep enough bytes in flight. */
+ * accesses strided by the block. */
 UF_FN void UF_VNAME(uf_softmax_scan)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
                                      int64_t begin, int64_t end, int t, int nthreads, UF_ACC *m,
                                      UF_ACC *s)
 {
-    const int64_t step = (int64_t)nthreads * UF_VEC;
     *m = (UF_ACC)-INFINITY;
     *s = 0;
-    for (int64_t j = begin + (int64_t)t * UF_VEC; j < end; j += UF_SCAN_BATCH * step) {
-        UF_ACC z[UF_SCAN_BATCH][UF_VEC];
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step < end)
-                UF_VNAME(uf_softmax_load_logits)(a, r, j + u * step, z[u]);
-            else
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[u][e] = (UF_ACC)-INFINITY;
-        }
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u) UF_VNAME(uf_softmax_online)(z[u], m, s);
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC z[UF_VEC];
+        UF_VNAME(uf_softmax_load_logits)(a, r, j0, z);
+        UF_VNAME(uf_softmax_online)(z, m, s);
     }
 }
 
-/* Writes y = exp(z - ref) * inv over keys [begin, end), batched as above. */
+/* Writes y = exp(z - ref) * inv over keys [begin, end), strided as above. */
 UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
-                                      int64_t begin, int64_t end, int t, int nthreads, UF_ACC ref,
-                                      UF_ACC inv)
+                                      int64_t row, int64_t begin, int64_t end, int t, int nthreads,
+                                      UF_ACC ref, UF_ACC inv)
 {
-    const int64_t step = (int64_t)nthreads * UF_VEC;
-    for (int64_t j = begin + (int64_t)t * UF_VEC; j < end; j += UF_SCAN_BATCH * step) {
-        UF_ACC z[UF_SCAN_BATCH][UF_VEC];
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step < end)
-                UF_VNAME(uf_softmax_load_logits)(a, r, j + u * step, z[u]);
-            else /* never stored; set so no value is read uninitialised */
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[u][e] = 0;
-        }
-        UF_UNROLL for (int u = 0; u < UF_SCAN_BATCH; ++u)
-        {
-            if (j + u * step >= end)
-                break;
-            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[u][e] = UF_EXP_ACC(z[u][e] - ref) * inv;
-            UF_STOREV(r->y, j + u * step, z[u]);
-        }
+    UF_T *y = (UF_T *)a->out + row * a->sk;
+    for (int64_t j0 = begin + (int64_t)t * UF_VEC; j0 < end; j0 += (int64_t)nthreads * UF_VEC) {
+        UF_ACC z[UF_VEC];
+        UF_VNAME(uf_softmax_load_logits)(a, r, j0, z);
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = UF_EXP_ACC(z[e] - ref) * inv;
+        UF_STOREV(y, j0, z);
     }
 }
 
@@ -165,7 +139,7 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     UF_THREADS(t) { UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max))); }                  \
     UF_BLOCK_SUM(s)
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
 {
     const int group = a.group;
     const int rows_per_block = UF_NTHREADS / group;
@@ -219,7 +193,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a, UF_SOFTMAX_M
             if (row >= a.rows)
                 continue;
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(m), UF_X(s));
-            UF_T *y = UF_VNAME(uf_softmax_row_at)(&a, row).y;
+            UF_T *y = (UF_T *)a.out + row * a.sk;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
                 const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
@@ -233,7 +207,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a, UF_SOFTMAX_M
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {
     UF_BLOCKS(row)
     {
@@ -250,12 +224,12 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a, UF_SOFTMA
         {
             const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
-            UF_VNAME(uf_softmax_write)(&a, &r, 0, a.sk, t, UF_NTHREADS, ref, inv);
+            UF_VNAME(uf_softmax_write)(&a, &r, row, 0, a.sk, t, UF_NTHREADS, ref, inv);
         }
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
@@ -281,7 +255,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a, UF_S
     }
 }
 
-UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a, UF_SOFTMAX_MAX_THREADS)
+UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
@@ -311,14 +285,13 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a, UF_S
         {
             const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
-            UF_VNAME(uf_softmax_write)(&a, &r, begin, end, t, UF_NTHREADS, ref, inv);
+            UF_VNAME(uf_softmax_write)(&a, &r, row, begin, end, t, UF_NTHREADS, ref, inv);
         }
     }
 }
 
 #undef UF_REG_N
 #undef UF_REG_NV
-#undef UF_SCAN_BATCH
 #undef UF_MAX_REF
 #undef UF_SOFTMAX_COMBINE
 #include "kernels/dtype_unbind.h"

@@ -99,36 +99,26 @@ static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t
     if (st != UF_OK)
         return st;
 
-    /* x-row and mask-element strides of x's row dimensions (all but the last). */
-    int64_t xs[UF_MAX_DIMS], ms[UF_MAX_DIMS];
-    int64_t xstride = 1, mstride = d->shape[n - 1];
+    /* Mask element strides of x's row dimensions (all but the last). */
+    int64_t stride = d->shape[n - 1];
+    int64_t mstride[UF_MAX_DIMS];
     for (int i = n - 2; i >= 0; --i) {
         const int64_t me = i >= lead ? d->mask_shape[i - lead] : 1;
-        xs[i] = xstride;
-        ms[i] = me == 1 ? 0 : mstride;
-        xstride *= d->shape[i];
-        mstride *= me;
+        mstride[i] = me == 1 ? 0 : stride;
+        stride *= me;
     }
-    /* Block order: dims the mask varies along outside, broadcast dims inside,
-     * so rows sharing a mask row are neighbours; adjacent dims that step
-     * alike in x and mask merge into one. */
-    for (int pass = 0; pass < 2; ++pass) {
-        for (int i = 0; i < n - 1; ++i) {
-            const int64_t ext = d->shape[i];
-            if (ext == 1 || (ms[i] == 0) != (pass == 1))
-                continue;
-            const int k = a->row_dims;
-            if (k > 0 && a->row_stride[k - 1] == xs[i] * ext &&
-                a->mask_stride[k - 1] == ms[i] * ext) {
-                a->row_extent[k - 1] *= ext;
-                a->row_stride[k - 1] = xs[i];
-                a->mask_stride[k - 1] = ms[i];
-            } else {
-                a->row_extent[k] = ext;
-                a->row_stride[k] = xs[i];
-                a->mask_stride[k] = ms[i];
-                a->row_dims = k + 1;
-            }
+    for (int i = 0; i < n - 1; ++i) {
+        const int64_t ext = d->shape[i];
+        if (ext == 1)
+            continue;
+        const int k = a->row_dims;
+        if (k > 0 && a->mask_stride[k - 1] == mstride[i] * ext) {
+            a->row_extent[k - 1] *= ext;
+            a->mask_stride[k - 1] = mstride[i];
+        } else {
+            a->row_extent[k] = ext;
+            a->mask_stride[k] = mstride[i];
+            a->row_dims = k + 1;
         }
     }
     return UF_OK;
@@ -170,7 +160,6 @@ static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args 
 static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
                         uf_stream stream)
 {
-    const int reg_bytes = backward ? UF_SOFTMAX_BWD_REG_BYTES : UF_SOFTMAX_FWD_REG_BYTES;
     uf_device_limits lim;
     uf_status st = ufb_device_limits(&lim);
     if (st != UF_OK)
@@ -180,13 +169,13 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
     const int vec_width = 16 / esize;
     const int vec = vec_ok && a->sk % vec_width == 0;
     const int64_t width = vec ? vec_width : 1;
-    const int64_t per_thread = (reg_bytes / acc_size) / width; /* accesses */
+    const int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
     const int64_t accesses = (a->sk + width - 1) / width;
     const int64_t need = (accesses + per_thread - 1) / per_thread; /* threads per row */
     const int warp = lim.warp_size;
-    const int max_threads = lim.max_threads_per_block < UF_SOFTMAX_MAX_THREADS
+    const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
                                 ? lim.max_threads_per_block / warp * warp
-                                : UF_SOFTMAX_MAX_THREADS;
+                                : UF_BLOCK_LIMIT;
     const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][vec];
     uf_launch l = {0, 0, stream};
     if (need <= warp) {

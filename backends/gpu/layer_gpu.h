@@ -35,16 +35,12 @@ typedef struct uf_kdims {
 /* Maps the vendor error of the last launch to a status (gpu/runtime.c). */
 extern "C" uf_status ufb_launch_status(void);
 
-/* Defines `name_launch(const uf_launch *, const ArgsT *)` and opens the
- * kernel; `max_threads` bounds the block (and so the registers per thread). */
-#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads)                                             \
-    UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */
-#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
-#define UF_KERNEL_(name, ArgsT, a, max_threads)                                                    \
-    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a);   \
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
+#define UF_KERNEL_(name, ArgsT, a)                                                                 \
+    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a);  \
     extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > (max_threads) || l->threads % 32 != 0)                  \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % 32 != 0)                   \
             return UF_ERR_LAUNCH;                                                                  \
         if (l->blocks <= 0)                                                                        \
             return UF_OK;                                                                          \
@@ -53,7 +49,7 @@ extern "C" uf_status ufb_launch_status(void);
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
     }                                                                                              \
-    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a)
+    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a)
 
 #define UF_NTHREADS (uf_dims_.threads)
 

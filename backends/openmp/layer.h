@@ -40,17 +40,13 @@ typedef struct uf_kdims {
 } uf_kdims;
 
 /* Defines `name_launch(const uf_launch *, const ArgsT *)` and opens the body
- * of the kernel, which receives its arguments by value as `a`. Blocks may
- * have up to `max_threads` threads (a multiple of the warp). */
-#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads)                                             \
-    UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */
-#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
-#define UF_KERNEL_(name, ArgsT, a, max_threads)                                                    \
+ * of the kernel, which receives its arguments by value as `a`. */
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
+#define UF_KERNEL_(name, ArgsT, a)                                                                 \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads > (max_threads) ||         \
-            l->threads % UF_WARP != 0)                                                             \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % UF_WARP != 0)              \
             return UF_ERR_LAUNCH;                                                                  \
         const uf_kdims d = {l->blocks, l->threads};                                                \
         name##_body(d, *args);                                                                     \

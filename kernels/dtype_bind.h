@@ -13,6 +13,7 @@
 #endif
 
 #if UF_DT == 1
+#define UF_PAIRED 0
 #define UF_T float
 #define UF_ACC float
 #define UF_SFX f32
@@ -20,6 +21,9 @@
 #define UF_FROM_ACC(v) (v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
 #elif UF_DT == 2
+#define UF_PAIRED 1
+#define UF_PAIR_TO_ACC(w, out) uf_f16x2_to_f32x2((w), (out))
+#define UF_PAIR_FROM_ACC(lo, hi) uf_f32x2_to_f16x2((lo), (hi))
 #define UF_T uf_f16
 #define UF_ACC float
 #define UF_SFX f16
@@ -27,6 +31,9 @@
 #define UF_FROM_ACC(v) uf_f32_to_f16(v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
 #elif UF_DT == 3
+#define UF_PAIRED 1
+#define UF_PAIR_TO_ACC(w, out) uf_bf16x2_to_f32x2((w), (out))
+#define UF_PAIR_FROM_ACC(lo, hi) uf_f32x2_to_bf16x2((lo), (hi))
 #define UF_T uf_bf16
 #define UF_ACC float
 #define UF_SFX bf16
@@ -34,6 +41,7 @@
 #define UF_FROM_ACC(v) uf_f32_to_bf16(v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
 #elif UF_DT == 4
+#define UF_PAIRED 0
 #define UF_T double
 #define UF_ACC double
 #define UF_SFX f64
@@ -55,6 +63,22 @@
 #if UF_VEC * 4 * ((UF_DT == 1) + 2 * (UF_DT == 4)) + UF_VEC * 2 * (UF_DT == 2 || UF_DT == 3) != 16
 #error "UF_VEC must be 1 or fill 16 bytes"
 #endif
+#if UF_PAIRED /* 16-bit types: convert two per 32-bit word */
+#define UF_LOADV(dst, p, i)                                                                        \
+    do {                                                                                           \
+        uint32_t uf_w_[4];                                                                         \
+        UF_LOAD16(uf_w_, (p) + (i));                                                               \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_) UF_PAIR_TO_ACC(uf_w_[uf_k_],             \
+                                                                         &(dst)[2 * uf_k_]);       \
+    } while (0)
+#define UF_STOREV(p, i, src)                                                                       \
+    do {                                                                                           \
+        uint32_t uf_w_[4];                                                                         \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_) uf_w_[uf_k_] =                           \
+            UF_PAIR_FROM_ACC((src)[2 * uf_k_], (src)[2 * uf_k_ + 1]);                              \
+        UF_STORE16((p) + (i), uf_w_);                                                              \
+    } while (0)
+#else
 #define UF_LOADV(dst, p, i)                                                                        \
     do {                                                                                           \
         UF_T uf_e_[UF_VEC];                                                                        \
@@ -69,4 +93,5 @@
             UF_FROM_ACC((src)[uf_k_]);                                                             \
         UF_STORE16((p) + (i), uf_e_);                                                              \
     } while (0)
+#endif
 #endif

@@ -9,3 +9,6 @@
 #undef UF_EXP_ACC
 #undef UF_LOADV
 #undef UF_STOREV
+#undef UF_PAIRED
+#undef UF_PAIR_TO_ACC
+#undef UF_PAIR_FROM_ACC

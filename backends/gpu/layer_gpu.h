@@ -73,6 +73,38 @@ UF_FN uf_f16 uf_f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)
 UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
 UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
 
+/* Pairs packed in a 32-bit word, low half first (one instruction each way
+ * for fp16; bf16 widens by shifts and narrows through the vendor's paired
+ * instruction where it has one). */
+UF_FN void uf_f16x2_to_f32x2(uint32_t w, float *out)
+{
+    __half2 h;
+    memcpy(&h, &w, sizeof w);
+    const float2 f = __half22float2(h);
+    out[0] = f.x;
+    out[1] = f.y;
+}
+UF_FN uint32_t uf_f32x2_to_f16x2(float lo, float hi)
+{
+    const __half2 h = __floats2half2_rn(lo, hi);
+    uint32_t w;
+    memcpy(&w, &h, sizeof w);
+    return w;
+}
+UF_FN void uf_bf16x2_to_f32x2(uint32_t w, float *out)
+{
+    out[0] = uf_f32_from_bits(w << 16);
+    out[1] = uf_f32_from_bits(w & 0xffff0000u);
+}
+UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
+{
+#ifdef UF_VENDOR_F32X2_TO_BF16X2
+    return UF_VENDOR_F32X2_TO_BF16X2(lo, hi);
+#else
+    return (uint32_t)uf_f32_to_bf16(lo) | (uint32_t)uf_f32_to_bf16(hi) << 16;
+#endif
+}
+
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src)                                                                        \
     do {                                                                                           \

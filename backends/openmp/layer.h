@@ -81,6 +81,27 @@ UF_FN uf_f16 uf_f32_to_f16(float f) { return uf_f32_to_f16_bits(f); }
 UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
 UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
 
+/* Pairs packed in a 32-bit word, low half first: the vector paths convert
+ * two at a time, which GPUs do in one instruction. */
+UF_FN void uf_f16x2_to_f32x2(uint32_t w, float *out)
+{
+    out[0] = uf_f16_to_f32((uf_f16)(w & 0xffffu));
+    out[1] = uf_f16_to_f32((uf_f16)(w >> 16));
+}
+UF_FN uint32_t uf_f32x2_to_f16x2(float lo, float hi)
+{
+    return (uint32_t)uf_f32_to_f16(lo) | (uint32_t)uf_f32_to_f16(hi) << 16;
+}
+UF_FN void uf_bf16x2_to_f32x2(uint32_t w, float *out)
+{
+    out[0] = uf_bf16_to_f32((uf_bf16)(w & 0xffffu));
+    out[1] = uf_bf16_to_f32((uf_bf16)(w >> 16));
+}
+UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
+{
+    return (uint32_t)uf_f32_to_bf16(lo) | (uint32_t)uf_f32_to_bf16(hi) << 16;
+}
+
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src) memcpy((dst), (src), 16)
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)

@@ -111,8 +111,8 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
-        const int64_t row = b / a.nchunks, c = b % a.nchunks;
-        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        int64_t begin, end;
+        const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         UF_EXCLUSIVE(UF_ACC, dot);
         UF_THREADS(t)
         {
@@ -131,8 +131,8 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
-        const int64_t row = b / a.nchunks, c = b % a.nchunks;
-        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        int64_t begin, end;
+        const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         UF_EXCLUSIVE(UF_ACC, dot);
         UF_THREADS(t)
         {

@@ -29,4 +29,13 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
     return a->causal ? row % a->sq + (a->sk - a->sq) : a->sk - 1;
 }
 
+/* Split path: logical block b is chunk c of row b / nchunks, covering keys
+ * [*begin, *end). */
+UF_FN int64_t uf_softmax_chunk(const uf_softmax_args *a, int64_t b, int64_t *begin, int64_t *end)
+{
+    *begin = (b % a->nchunks) * a->chunk;
+    *end = *begin + a->chunk < a->sk ? *begin + a->chunk : a->sk;
+    return b / a->nchunks;
+}
+
 #endif

@@ -233,8 +233,8 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
-        const int64_t row = b / a.nchunks, c = b % a.nchunks;
-        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        int64_t begin, end;
+        const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
@@ -259,8 +259,8 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 {
     UF_BLOCKS(b)
     {
-        const int64_t row = b / a.nchunks, c = b % a.nchunks;
-        const int64_t begin = c * a.chunk, end = begin + a.chunk < a.sk ? begin + a.chunk : a.sk;
+        int64_t begin, end;
+        const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);

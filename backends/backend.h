@@ -19,6 +19,7 @@ typedef struct uf_launch {
     int64_t blocks;
     int threads;
     uf_stream stream;
+    int64_t max_grid; /* physical blocks at most (0: the backend's cap) */
 } uf_launch;
 
 /* Largest threads-per-block any backend's kernels are compiled for. */
@@ -29,6 +30,7 @@ typedef struct uf_device_limits {
     int warp_size;
     int max_threads_per_block;
     int multiprocessors;
+    int max_threads_per_mp; /* threads one multiprocessor holds at once */
 } uf_device_limits;
 
 uf_status ufb_device_limits(uf_device_limits *limits);

@@ -134,6 +134,19 @@ static int next_pow2(int64_t n)
     return p;
 }
 
+/* The forward register path runs a persistent grid of this many times the
+ * blocks the device holds at once, each block looping over rows: fewer
+ * block launches, and a block's next row starts while others finish
+ * (measured on the H200: +2 to +6 points of copy bandwidth; the backward,
+ * which keeps more bytes in flight per thread, measured better without). */
+#define UF_SOFTMAX_FWD_WAVES 4
+
+static int64_t resident_waves(const uf_device_limits *lim, int threads)
+{
+    const int per_mp = lim->max_threads_per_mp / threads;
+    return (int64_t)lim->multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_SOFTMAX_FWD_WAVES;
+}
+
 /* Runs the split path: partial statistics per chunk into stream-ordered
  * scratch, then every chunk's block combines its row's partials. */
 static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
@@ -177,13 +190,14 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
     const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][vec];
-    uf_launch l = {0, 0, stream};
+    uf_launch l = {0, 0, stream, 0};
     if (need <= warp) {
         /* Up to a warp per row, several rows per block. */
         a->group = next_pow2(need);
         l.threads = 4 * warp <= max_threads ? 4 * warp : warp;
         const int rows_per_block = l.threads / a->group;
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
+        l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         return paths[PATH_REG](&l, a);
     }
     if (need <= max_threads) {
@@ -191,6 +205,7 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
         l.threads = (int)((need + warp - 1) / warp * warp);
         a->group = l.threads;
         l.blocks = a->rows;
+        l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         return paths[PATH_REG](&l, a);
     }
     l.threads = max_threads;

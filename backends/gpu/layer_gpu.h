@@ -45,7 +45,8 @@ extern "C" uf_status ufb_launch_status(void);
         if (l->blocks <= 0)                                                                        \
             return UF_OK;                                                                          \
         const uf_kdims d = {l->blocks, l->threads};                                                \
-        const unsigned grid = (unsigned)(l->blocks < UF_GRID_CAP ? l->blocks : UF_GRID_CAP);       \
+        const int64_t cap = l->max_grid > 0 && l->max_grid < UF_GRID_CAP ? l->max_grid : UF_GRID_CAP; \
+        const unsigned grid = (unsigned)(l->blocks < cap ? l->blocks : cap);                       \
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
     }                                                                                              \

@@ -56,6 +56,8 @@ extern "C" uf_status ufb_device_limits(uf_device_limits *limits)
         st = attribute(&limits->max_threads_per_block, cudaDevAttrMaxThreadsPerBlock, dev);
     if (st == UF_OK)
         st = attribute(&limits->multiprocessors, cudaDevAttrMultiProcessorCount, dev);
+    if (st == UF_OK)
+        st = attribute(&limits->max_threads_per_mp, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     if (st == UF_OK && limits->max_threads_per_block > UF_MAX_THREADS)
         limits->max_threads_per_block = UF_MAX_THREADS;
     return st;

@@ -2,7 +2,8 @@
  * exp for the CPU layer, written so that gcc vectorises loops that call it:
  * no calls, no branches, no float-to-int conversion (the integer part of
  * x*log2(e) is read from the mantissa of a float after adding 1.5*2^23).
- * Relative error about 2 ulp; results below 2^-125 flush to 0, above
+ * Relative error a few ulp (3 measured over all fp32 inputs in range);
+ * results below 2^-125 flush to 0, above
  * FLT_MAX give +inf, NaN stays NaN.
  */
 #ifndef UF_OPENMP_FAST_EXP_H

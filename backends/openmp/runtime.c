@@ -29,6 +29,7 @@ uf_status ufb_device_limits(uf_device_limits *limits)
     limits->warp_size = UF_WARP;
     limits->max_threads_per_block = UF_MAX_THREADS;
     limits->multiprocessors = omp_get_max_threads();
+    limits->max_threads_per_mp = UF_MAX_THREADS; /* one block per OpenMP thread */
     return UF_OK;
 }
 

@@ -30,7 +30,7 @@ for stage in $stages; do
   case $stage in
   test)
     log "meson test (CUDA)"
-    meson test -C build-gpu --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
+    UF_TEST_LARGE=1 meson test -C build-gpu --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
     cp build-gpu/meson-logs/testlog.txt "$out/testlog.txt"
     grep -hE '^\[  (PASSED|FAILED|SKIPPED) *\]' "$out/testlog.txt" | tee -a "$out/summary.txt"
     ;;

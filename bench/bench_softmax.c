@@ -74,15 +74,18 @@ typedef struct tcase {
     void *x[MAX_SETS], *y[MAX_SETS], *dx[MAX_SETS], *mask[MAX_SETS];
 } tcase;
 
-static const char *dtype_name(uf_dtype d) {
+static const char *dtype_name(uf_dtype d)
+{
     return d == UF_F32 ? "f32" : d == UF_F16 ? "f16" : d == UF_BF16 ? "bf16" : "?";
 }
 
-static const char *op_name(enum op op) {
+static const char *op_name(enum op op)
+{
     return op == OP_FORWARD ? "forward" : op == OP_BACKWARD ? "backward" : "copy";
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f)
+{
     fprintf(f,
             "usage: unifuse-bench-softmax [--quick] [--json PATH] [--dtypes f32,f16,bf16]\n"
             "                             [--sizes S1,S2,...] [--iters N]\n"
@@ -90,7 +93,8 @@ static void usage(FILE *f) {
             LONG_ROW, LONG_ROW);
 }
 
-static int parse_dtype(const char *s, size_t len, uf_dtype *d) {
+static int parse_dtype(const char *s, size_t len, uf_dtype *d)
+{
     static const struct {
         const char *name;
         uf_dtype dtype;
@@ -106,19 +110,22 @@ static int parse_dtype(const char *s, size_t len, uf_dtype *d) {
 }
 
 /* Parses "a,b,c" of positive integers no larger than `max`. */
-static int parse_ints(const char *s, int64_t *out, int cap, int64_t max) {
+static int parse_ints(const char *s, int64_t *out, int cap, int64_t max)
+{
     int n = 0;
     while (*s) {
         char *end;
         const long long v = strtoll(s, &end, 10);
-        if (end == s || v < 1 || v > max || n == cap || (*end && *end != ',')) return -1;
+        if (end == s || v < 1 || v > max || n == cap || (*end && *end != ','))
+            return -1;
         out[n++] = v;
         s = *end ? end + 1 : end;
     }
     return n;
 }
 
-static int parse_options(int argc, char **argv, options *o) {
+static int parse_options(int argc, char **argv, options *o)
+{
     memset(o, 0, sizeof *o);
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,19 +141,23 @@ static int parse_options(int argc, char **argv, options *o) {
             o->ndtypes = 0;
             for (const char *p = v; *p;) {
                 const size_t len = strcspn(p, ",");
-                if (o->ndtypes == 8 || !parse_dtype(p, len, &o->dtypes[o->ndtypes++])) return 0;
+                if (o->ndtypes == 8 || !parse_dtype(p, len, &o->dtypes[o->ndtypes++]))
+                    return 0;
                 p += len + (p[len] == ',');
             }
-            if (o->ndtypes == 0) return 0;
+            if (o->ndtypes == 0)
+                return 0;
             ++i;
         } else if (v && strcmp(a, "--sizes") == 0) {
             /* 2^40 keeps every byte count below in 64 bits. */
             o->nsizes = parse_ints(v, o->sizes, MAX_SIZES, (int64_t)1 << 40);
-            if (o->nsizes <= 0) return 0;
+            if (o->nsizes <= 0)
+                return 0;
             ++i;
         } else if (v && strcmp(a, "--iters") == 0) {
             int64_t it;
-            if (parse_ints(v, &it, 1, 100000) != 1) return 0;
+            if (parse_ints(v, &it, 1, 100000) != 1)
+                return 0;
             o->iters = (int)it;
             ++i;
         } else {
@@ -157,7 +168,8 @@ static int parse_options(int argc, char **argv, options *o) {
 }
 
 /* splitmix64 mapped to [lo, hi). */
-static double uniform(uint64_t *state, double lo, double hi) {
+static double uniform(uint64_t *state, double lo, double hi)
+{
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -169,7 +181,8 @@ static double uniform(uint64_t *state, double lo, double hi) {
  * with device copies, so a GiB tensor costs a few dozen copies, not
  * thousands of small uploads. Every eighth mask value is -inf, like a
  * padding mask. */
-static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, int is_mask) {
+static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, int is_mask)
+{
     enum { BLOCK = 4096 };
     double v[BLOCK];
     unsigned char conv[BLOCK * 8];
@@ -177,7 +190,8 @@ static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, int is_ma
     for (size_t i = 0; i < BLOCK; ++i)
         v[i] = is_mask ? (i % 8 == 7 ? -INFINITY : uniform(&seed, -2, 0)) : uniform(&seed, -8, 8);
     uf_status st = uf_convert_host(conv, dt, v, UF_F64, BLOCK);
-    if (st == UF_OK) st = uf_memcpy(dev, conv, first * es, UF_HOST_TO_DEVICE, NULL);
+    if (st == UF_OK)
+        st = uf_memcpy(dev, conv, first * es, UF_HOST_TO_DEVICE, NULL);
     for (size_t done = first; st == UF_OK && done < n; done *= 2) {
         const size_t k = n - done < done ? n - done : done;
         st = uf_memcpy((char *)dev + done * es, dev, k * es, UF_DEVICE_TO_DEVICE, NULL);
@@ -185,7 +199,8 @@ static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, int is_ma
     return st;
 }
 
-static uf_status launch(const tcase *c, enum op op, int set, uf_stream s) {
+static uf_status launch(const tcase *c, enum op op, int set, uf_stream s)
+{
     switch (op) {
     case OP_FORWARD:
         return uf_softmax_forward(&c->desc, c->x[set],
@@ -201,7 +216,8 @@ static uf_status launch(const tcase *c, enum op op, int set, uf_stream s) {
     return uf_memcpy(c->y[set], c->x[set], c->copy_bytes, UF_DEVICE_TO_DEVICE, s);
 }
 
-static int cmp_double(const void *a, const void *b) {
+static int cmp_double(const void *a, const void *b)
+{
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
@@ -209,20 +225,26 @@ static int cmp_double(const void *a, const void *b) {
 /* Median milliseconds of b->iters calls, each between its own pair of
  * events, rotating through the sets after a warm-up that touches each set
  * (so every y holds a real softmax output before the backward reads it). */
-static uf_status time_op(bench *b, const tcase *c, enum op op, double *ms) {
+static uf_status time_op(bench *b, const tcase *c, enum op op, double *ms)
+{
     const int warm = c->nsets > 3 ? c->nsets : 3;
     uf_status st = UF_OK;
     for (int i = 0; st == UF_OK && i < warm; ++i)
         st = launch(c, op, i % c->nsets, b->stream);
-    if (st == UF_OK) st = uf_stream_synchronize(b->stream);
+    if (st == UF_OK)
+        st = uf_stream_synchronize(b->stream);
     for (int i = 0; st == UF_OK && i < b->iters; ++i) {
         st = uf_event_record(b->events[2 * i], b->stream);
-        if (st == UF_OK) st = launch(c, op, i % c->nsets, b->stream);
-        if (st == UF_OK) st = uf_event_record(b->events[2 * i + 1], b->stream);
+        if (st == UF_OK)
+            st = launch(c, op, i % c->nsets, b->stream);
+        if (st == UF_OK)
+            st = uf_event_record(b->events[2 * i + 1], b->stream);
     }
-    if (st == UF_OK) st = uf_stream_synchronize(b->stream);
+    if (st == UF_OK)
+        st = uf_stream_synchronize(b->stream);
     double *t = (double *)malloc((size_t)b->iters * sizeof *t);
-    if (!t) return st == UF_OK ? UF_ERR_OUT_OF_MEMORY : st;
+    if (!t)
+        return st == UF_OK ? UF_ERR_OUT_OF_MEMORY : st;
     for (int i = 0; st == UF_OK && i < b->iters; ++i) {
         float f = 0;
         st = uf_event_elapsed_ms(b->events[2 * i], b->events[2 * i + 1], &f);
@@ -237,7 +259,8 @@ static uf_status time_op(bench *b, const tcase *c, enum op op, double *ms) {
     return st;
 }
 
-static void free_case(tcase *c) {
+static void free_case(tcase *c)
+{
     for (int i = 0; i < MAX_SETS; ++i) {
         uf_free(c->x[i]);
         uf_free(c->y[i]);
@@ -248,18 +271,25 @@ static void free_case(tcase *c) {
 }
 
 /* Allocates and fills c->nsets sets; on failure frees them and says why. */
-static int alloc_case(tcase *c, int with_dx) {
+static int alloc_case(tcase *c, int with_dx)
+{
     const size_t bytes = c->n * c->es, mbytes = c->mask_n * c->es;
     uf_status st = UF_OK;
     for (int i = 0; st == UF_OK && i < c->nsets; ++i) {
         st = uf_malloc(&c->x[i], bytes);
-        if (st == UF_OK) st = uf_malloc(&c->y[i], bytes);
-        if (st == UF_OK && with_dx) st = uf_malloc(&c->dx[i], bytes);
-        if (st == UF_OK) st = uf_malloc(&c->mask[i], mbytes);
-        if (st == UF_OK) st = fill(c->x[i], c->n, c->desc.dtype, 1 + (uint64_t)i, 0);
-        if (st == UF_OK) st = fill(c->mask[i], c->mask_n, c->desc.dtype, 100 + (uint64_t)i, 1);
+        if (st == UF_OK)
+            st = uf_malloc(&c->y[i], bytes);
+        if (st == UF_OK && with_dx)
+            st = uf_malloc(&c->dx[i], bytes);
+        if (st == UF_OK)
+            st = uf_malloc(&c->mask[i], mbytes);
+        if (st == UF_OK)
+            st = fill(c->x[i], c->n, c->desc.dtype, 1 + (uint64_t)i, 0);
+        if (st == UF_OK)
+            st = fill(c->mask[i], c->mask_n, c->desc.dtype, 100 + (uint64_t)i, 1);
     }
-    if (st == UF_OK) st = uf_device_synchronize();
+    if (st == UF_OK)
+        st = uf_device_synchronize();
     if (st != UF_OK) {
         printf("  skipped: allocating %d sets of %.1f MiB: %s\n", c->nsets,
                (double)(3 * bytes + mbytes) / (double)MIB, uf_status_string(st));
@@ -269,14 +299,17 @@ static int alloc_case(tcase *c, int with_dx) {
     return 1;
 }
 
-static void shape_str(char *buf, size_t len, const int64_t *shape, int ndim) {
+static void shape_str(char *buf, size_t len, const int64_t *shape, int ndim)
+{
     size_t k = (size_t)snprintf(buf, len, "[");
     for (int i = 0; i < ndim && k < len; ++i)
         k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? "," : "", (long long)shape[i]);
-    if (k < len) snprintf(buf + k, len - k, "]");
+    if (k < len)
+        snprintf(buf + k, len - k, "]");
 }
 
-static void add_result(bench *b, const result *r) {
+static void add_result(bench *b, const result *r)
+{
     char shape[96];
     shape_str(shape, sizeof shape, r->shape, r->ndim);
     printf("%-8s  %-5s %-6s  %-24s %4d %10.4f %9.1f %6.1f\n", op_name(r->op), dtype_name(r->dtype),
@@ -296,14 +329,16 @@ static void add_result(bench *b, const result *r) {
     b->results[b->nresults++] = *r;
 }
 
-static void set_dims(int *ndim, int64_t *shape, int n, const int64_t *extents) {
+static void set_dims(int *ndim, int64_t *shape, int n, const int64_t *extents)
+{
     *ndim = n;
     memcpy(shape, extents, (size_t)n * sizeof *extents);
 }
 
 /* Picks the shape for one S: [B,H,S,S] about `target` bytes (at least one
  * S x S head), or [rows,S] with a few rows for very long rows. */
-static void pick_shape(tcase *c, int64_t s, size_t target) {
+static void pick_shape(tcase *c, int64_t s, size_t target)
+{
     uf_softmax_desc *d = &c->desc;
     const size_t es = c->es;
     if (s >= LONG_ROW) {
@@ -324,7 +359,8 @@ static void pick_shape(tcase *c, int64_t s, size_t target) {
     c->mask_n = (size_t)(bb * s * s);
 }
 
-static void run_size(bench *b, uf_dtype dt, int64_t s, size_t target) {
+static void run_size(bench *b, uf_dtype dt, int64_t s, size_t target)
+{
     tcase *c = (tcase *)calloc(1, sizeof *c);
     if (!c) {
         printf("  skipped S=%lld: out of host memory\n", (long long)s);
@@ -380,17 +416,24 @@ static void run_size(bench *b, uf_dtype dt, int64_t s, size_t target) {
 
 /* Device-to-device copy bandwidth (read + write), halving the size until
  * the two buffers fit. */
-static int measure_copy(bench *b, size_t bytes) {
+static int measure_copy(bench *b, size_t bytes)
+{
     tcase *c = (tcase *)calloc(1, sizeof *c);
-    if (!c) return 0;
+    if (!c)
+        return 0;
     c->nsets = 1;
     for (; bytes >= 16 * MIB; bytes /= 2) {
-        if (2 * bytes > b->budget) continue;
+        if (2 * bytes > b->budget)
+            continue;
         uf_status st = uf_malloc(&c->x[0], bytes);
-        if (st == UF_OK) st = uf_malloc(&c->y[0], bytes);
-        if (st == UF_OK) st = fill(c->x[0], bytes / 4, UF_F32, 5, 0);
-        if (st == UF_OK) st = uf_device_synchronize();
-        if (st == UF_OK) break;
+        if (st == UF_OK)
+            st = uf_malloc(&c->y[0], bytes);
+        if (st == UF_OK)
+            st = fill(c->x[0], bytes / 4, UF_F32, 5, 0);
+        if (st == UF_OK)
+            st = uf_device_synchronize();
+        if (st == UF_OK)
+            break;
         free_case(c);
     }
     if (!c->y[0]) {
@@ -414,7 +457,8 @@ static int measure_copy(bench *b, size_t bytes) {
     return 1;
 }
 
-static void json_string(FILE *f, const char *s) {
+static void json_string(FILE *f, const char *s)
+{
     fputc('"', f);
     for (; *s; ++s) {
         const unsigned char ch = (unsigned char)*s;
@@ -429,14 +473,16 @@ static void json_string(FILE *f, const char *s) {
 }
 
 /* JSON has no inf or NaN: such a value is written as null. */
-static void json_number(FILE *f, double v) {
+static void json_number(FILE *f, double v)
+{
     if (isfinite(v))
         fprintf(f, "%.6g", v);
     else
         fputs("null", f);
 }
 
-static int write_json(const bench *b, const char *path, const uf_device_info *info, time_t now) {
+static int write_json(const bench *b, const char *path, const uf_device_info *info, time_t now)
+{
     FILE *f = fopen(path, "w");
     if (!f) {
         perror(path);
@@ -444,7 +490,8 @@ static int write_json(const bench *b, const char *path, const uf_device_info *in
     }
     char date[32] = "unknown";
     const struct tm *utc = gmtime(&now);
-    if (utc) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", utc);
+    if (utc)
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", utc);
     fprintf(f, "{\n  \"date\": ");
     json_string(f, date);
     fprintf(f, ",\n  \"device\": ");
@@ -479,7 +526,8 @@ static int write_json(const bench *b, const char *path, const uf_device_info *in
     return 1;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     options o;
     if (!parse_options(argc, argv, &o)) {
         usage(stderr);
@@ -536,7 +584,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unifuse-bench-softmax: setup: %s\n",
                 st != UF_OK ? uf_status_string(st) : "out of host memory");
         free(b.events);
-        if (st == UF_OK) uf_stream_destroy(b.stream);
+        if (st == UF_OK)
+            uf_stream_destroy(b.stream);
         return 1;
     }
     for (int i = 0; st == UF_OK && i < 2 * b.iters; ++i)
@@ -562,7 +611,8 @@ int main(int argc, char **argv) {
             ok = 0;
     }
     for (int i = 0; i < 2 * b.iters; ++i)
-        if (b.events[i]) uf_event_destroy(b.events[i]);
+        if (b.events[i])
+            uf_event_destroy(b.events[i]);
     free(b.events);
     free(b.results);
     uf_stream_destroy(b.stream);

@@ -24,14 +24,17 @@
 static const double demo_scale = 0.125;
 
 /* A failed call is reported with its status and makes the demo fail. */
-static int failed(uf_status st, const char *what) {
-    if (st == UF_OK) return 0;
+static int failed(uf_status st, const char *what)
+{
+    if (st == UF_OK)
+        return 0;
     fprintf(stderr, "unifuse-demo: %s: %s\n", what, uf_status_string(st));
     return 1;
 }
 
 /* splitmix64 mapped to [lo, hi): reproducible inputs on every machine. */
-static double uniform(uint64_t *state, double lo, double hi) {
+static double uniform(uint64_t *state, double lo, double hi)
+{
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -41,27 +44,31 @@ static double uniform(uint64_t *state, double lo, double hi) {
 
 /* Random values already rounded to f32, so the reference sees what the
  * device sees. */
-static uf_status random_f32(double *v, float *f, size_t n, uint64_t seed, double lo, double hi) {
+static uf_status random_f32(double *v, float *f, size_t n, uint64_t seed, double lo, double hi)
+{
     for (size_t i = 0; i < n; ++i)
         v[i] = uniform(&seed, lo, hi);
     uf_status st = uf_convert_host(f, UF_F32, v, UF_F64, n);
     return st == UF_OK ? uf_convert_host(v, UF_F64, f, UF_F32, n) : st;
 }
 
-static int hidden(const unsigned char *mask, int i, int j) {
+static int hidden(const unsigned char *mask, int i, int j)
+{
     return j > i || mask[i * S + j];
 }
 
 /* float64 softmax of one [B,H,S,S] tensor with the causal rule and a
  * broadcast [1,1,S,S] boolean mask. */
-static void reference_forward(const double *x, const unsigned char *mask, double *y) {
+static void reference_forward(const double *x, const unsigned char *mask, double *y)
+{
     for (int r = 0; r < B * H * S; ++r) {
         const int i = r % S;
         const double *xr = x + (size_t)r * S;
         double *yr = y + (size_t)r * S;
         double mx = -INFINITY, sum = 0;
         for (int j = 0; j < S; ++j)
-            if (!hidden(mask, i, j) && xr[j] * demo_scale > mx) mx = xr[j] * demo_scale;
+            if (!hidden(mask, i, j) && xr[j] * demo_scale > mx)
+                mx = xr[j] * demo_scale;
         for (int j = 0; j < S; ++j) {
             yr[j] = hidden(mask, i, j) ? 0.0 : exp(xr[j] * demo_scale - mx);
             sum += yr[j];
@@ -72,7 +79,8 @@ static void reference_forward(const double *x, const unsigned char *mask, double
 }
 
 /* dx = scale * y * (dy - sum(dy * y)) per row. */
-static void reference_backward(const double *y, const double *dy, double *dx) {
+static void reference_backward(const double *y, const double *dy, double *dx)
+{
     for (int r = 0; r < B * H * S; ++r) {
         const double *yr = y + (size_t)r * S, *dyr = dy + (size_t)r * S;
         double dot = 0;
@@ -85,17 +93,21 @@ static void reference_backward(const double *y, const double *dy, double *dx) {
 
 /* Largest |got - want|; *ok is cleared when an element exceeds the f32
  * tolerance the tests use (|d| <= 1e-5 + 1.3e-6 |want|). */
-static double max_error(const double *got, const double *want, size_t n, int *ok) {
+static double max_error(const double *got, const double *want, size_t n, int *ok)
+{
     double worst = 0;
     for (size_t i = 0; i < n; ++i) {
         const double d = fabs(got[i] - want[i]);
-        if (!(d <= 1e-5 + 1.3e-6 * fabs(want[i]))) *ok = 0;
-        if (d > worst || isnan(d)) worst = d;
+        if (!(d <= 1e-5 + 1.3e-6 * fabs(want[i])))
+            *ok = 0;
+        if (d > worst || isnan(d))
+            worst = d;
     }
     return worst;
 }
 
-static void print_row(const char *label, const double *row) {
+static void print_row(const char *label, const double *row)
+{
     printf("  %-6s", label);
     for (int j = 0; j < S; ++j)
         printf(" %8.4f", row[j] + 0.0); /* + 0.0 prints a hidden key's -0 as 0 */
@@ -107,7 +119,8 @@ typedef struct small_bufs {
     void *x, *mask, *y, *dy, *dx;
 } small_bufs;
 
-static void free_small(small_bufs *b) {
+static void free_small(small_bufs *b)
+{
     uf_free(b->x);
     uf_free(b->mask);
     uf_free(b->y);
@@ -115,7 +128,8 @@ static void free_small(small_bufs *b) {
     uf_free(b->dx);
 }
 
-static int run_small(void) {
+static int run_small(void)
+{
     static double x[N], y[N], want[N], dy[N], dx[N];
     static float f[N];
     unsigned char mask[S * S];
@@ -180,7 +194,8 @@ static int run_small(void) {
     bad |= failed(uf_memcpy(f, b.dx, sizeof f, UF_DEVICE_TO_HOST, NULL), "download dx");
     bad |= failed(uf_convert_host(dx, UF_F64, f, UF_F32, N), "convert dx");
     free_small(&b);
-    if (bad) return 1;
+    if (bad)
+        return 1;
     reference_backward(y, dy, want);
     print_row("dy", dy + SHOW_ROW * S);
     print_row("dx", dx + SHOW_ROW * S);
@@ -192,7 +207,8 @@ static int run_small(void) {
 
 /* Fills n device elements of dtype with a repeating block of uniform values:
  * one small host conversion instead of a full-size host copy. */
-static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, double lo, double hi) {
+static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, double lo, double hi)
+{
     enum { BLOCK = 4096 };
     double v[BLOCK];
     unsigned char conv[BLOCK * 8];
@@ -209,10 +225,12 @@ static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, double lo
 
 /* Times `iters` back-to-back calls between two events; mean ms per call. */
 static uf_status time_calls(const uf_softmax_desc *d, int backward, void *a, void *b, void *c,
-                            void *out, uf_stream s, int iters, double *ms) {
+                            void *out, uf_stream s, int iters, double *ms)
+{
     uf_event e0 = NULL, e1 = NULL;
     uf_status st = uf_event_create(&e0);
-    if (st == UF_OK) st = uf_event_create(&e1);
+    if (st == UF_OK)
+        st = uf_event_create(&e1);
     for (int i = 0; st == UF_OK && i < 3 + iters; ++i) {
         if (i == 3) /* after warm-up: first-call costs are not the kernel's */
             st = uf_event_record(e0, s);
@@ -220,16 +238,21 @@ static uf_status time_calls(const uf_softmax_desc *d, int backward, void *a, voi
             st = backward ? uf_softmax_backward(d, a, b, out, s)
                           : uf_softmax_forward(d, a, c, out, s);
     }
-    if (st == UF_OK) st = uf_event_record(e1, s);
+    if (st == UF_OK)
+        st = uf_event_record(e1, s);
     float total = 0;
-    if (st == UF_OK) st = uf_event_elapsed_ms(e0, e1, &total);
+    if (st == UF_OK)
+        st = uf_event_elapsed_ms(e0, e1, &total);
     *ms = (double)total / iters;
-    if (e0) uf_event_destroy(e0);
-    if (e1) uf_event_destroy(e1);
+    if (e0)
+        uf_event_destroy(e0);
+    if (e1)
+        uf_event_destroy(e1);
     return st;
 }
 
-static int run_timing(uf_backend backend) {
+static int run_timing(uf_backend backend)
+{
     /* A CPU run must stay well under a second per dtype on two cores. */
     const int64_t shape[4] = {
         backend == UF_BACKEND_OPENMP ? 2 : 4, backend == UF_BACKEND_OPENMP ? 8 : 16,
@@ -263,13 +286,17 @@ static int run_timing(uf_backend backend) {
         bad |= failed(uf_malloc(&mask, mask_n * es), "malloc mask");
         bad |= failed(uf_malloc(&y, n * es), "malloc y");
         bad |= failed(uf_malloc(&dx, n * es), "malloc dx");
-        if (!bad) bad |= failed(fill(x, n, dtypes[t], 1 + (uint64_t)t, -8, 8), "fill x");
-        if (!bad) bad |= failed(fill(mask, mask_n, dtypes[t], 9, -2, 0), "fill mask");
+        if (!bad)
+            bad |= failed(fill(x, n, dtypes[t], 1 + (uint64_t)t, -8, 8), "fill x");
+        if (!bad)
+            bad |= failed(fill(mask, mask_n, dtypes[t], 9, -2, 0), "fill mask");
         double fwd = 0, bwd = 0;
-        if (!bad) bad |= failed(time_calls(&d, 0, x, NULL, mask, y, s, iters, &fwd), "forward");
+        if (!bad)
+            bad |= failed(time_calls(&d, 0, x, NULL, mask, y, s, iters, &fwd), "forward");
         /* Backward reads y and dy; x stands in for dy, its values do not
          * change the work. */
-        if (!bad) bad |= failed(time_calls(&d, 1, y, x, NULL, dx, s, iters, &bwd), "backward");
+        if (!bad)
+            bad |= failed(time_calls(&d, 1, y, x, NULL, dx, s, iters, &bwd), "backward");
         if (!bad) {
             const double fb = (double)((2 * n + mask_n) * es), bb = (double)(3 * n * es);
             printf("  %-4s  forward %8.3f ms %8.1f GB/s   backward %8.3f ms %8.1f GB/s\n", names[t],
@@ -280,11 +307,13 @@ static int run_timing(uf_backend backend) {
         uf_free(y);
         uf_free(dx);
     }
-    if (s) uf_stream_destroy(s);
+    if (s)
+        uf_stream_destroy(s);
     return bad;
 }
 
-int main(void) {
+int main(void)
+{
     uf_device_info info;
     const uf_status st = uf_get_device_info(&info);
     printf("unifuse %s demo\n", uf_version());

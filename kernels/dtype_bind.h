@@ -68,8 +68,8 @@
     do {                                                                                           \
         uint32_t uf_w_[4];                                                                         \
         UF_LOAD16(uf_w_, (p) + (i));                                                               \
-        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_) UF_PAIR_TO_ACC(uf_w_[uf_k_],             \
-                                                                         &(dst)[2 * uf_k_]);       \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_)                                          \
+            UF_PAIR_TO_ACC(uf_w_[uf_k_], &(dst)[2 * uf_k_]);                                       \
     } while (0)
 #define UF_STOREV(p, i, src)                                                                       \
     do {                                                                                           \

@@ -28,12 +28,12 @@ typedef struct uf_softmax_args {
     int64_t sq;     /* query extent (second to last), for the causal rule */
     double scale;
     int causal;
-    int mask_kind;  /* uf_mask_kind */
-    int group;      /* register path: threads per row (a power of two <= warp, or the block) */
+    int mask_kind;   /* uf_mask_kind */
+    int group;       /* register path: threads per row (a power of two <= warp, or the block) */
     int64_t chunk;   /* split path: keys per chunk (a multiple of the vector width) */
     int64_t nchunks; /* split path: chunks per row */
     void *partial;   /* split path: per chunk (max, sum) or (dot, unused), compute type */
-    int row_dims;   /* mask broadcast: number of collapsed row dimensions */
+    int row_dims;    /* mask broadcast: number of collapsed row dimensions */
     int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
     int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
 } uf_softmax_args;

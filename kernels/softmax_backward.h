@@ -22,13 +22,11 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
 {
     const int group = a.group;
     const int rows_per_block = UF_NTHREADS / group;
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         UF_EXCLUSIVE_ARRAY(UF_ACC, y, UF_REG_N);
         UF_EXCLUSIVE_ARRAY(UF_ACC, dy, UF_REG_N);
         UF_EXCLUSIVE(UF_ACC, dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / group;
             const int lane = t % group;
             UF_ACC acc = 0;
@@ -48,8 +46,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
             UF_WARP_SUM(dot, group);
         else
             UF_BLOCK_SUM(dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / group;
             const int lane = t % group;
             if (row >= a.rows)
@@ -98,29 +95,29 @@ UF_FN void UF_VNAME(uf_softmax_grad)(const uf_softmax_args *a, int64_t row, int6
 
 UF_KERNEL(UF_VNAME(uf_softmax_bwd_stream), uf_softmax_args, a)
 {
-    UF_BLOCKS(row)
-    {
+    UF_BLOCKS (row) {
         UF_EXCLUSIVE(UF_ACC, dot);
-        UF_THREADS(t) { UF_X(dot) = UF_VNAME(uf_softmax_dot)(&a, row, 0, a.sk, t, UF_NTHREADS); }
+        UF_THREADS (t) {
+            UF_X(dot) = UF_VNAME(uf_softmax_dot)(&a, row, 0, a.sk, t, UF_NTHREADS);
+        }
         UF_BLOCK_SUM(dot);
-        UF_THREADS(t) { UF_VNAME(uf_softmax_grad)(&a, row, 0, a.sk, t, UF_NTHREADS, UF_X(dot)); }
+        UF_THREADS (t) {
+            UF_VNAME(uf_softmax_grad)(&a, row, 0, a.sk, t, UF_NTHREADS, UF_X(dot));
+        }
     }
 }
 
 UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a)
 {
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         int64_t begin, end;
         const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         UF_EXCLUSIVE(UF_ACC, dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             UF_X(dot) = UF_VNAME(uf_softmax_dot)(&a, row, begin, end, t, UF_NTHREADS);
         }
         UF_BLOCK_SUM(dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             if (t == 0)
                 ((UF_ACC *)a.partial)[b] = UF_X(dot);
         }
@@ -129,13 +126,11 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_stats), uf_softmax_args, a)
 
 UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
 {
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         int64_t begin, end;
         const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         UF_EXCLUSIVE(UF_ACC, dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             /* The same partials in the same order in every chunk's block:
              * deterministic, and every chunk agrees on the row's dot. */
             const UF_ACC *p = (const UF_ACC *)a.partial + row * a.nchunks;
@@ -145,8 +140,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
             UF_X(dot) = acc;
         }
         UF_BLOCK_SUM(dot);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             UF_VNAME(uf_softmax_grad)(&a, row, begin, end, t, UF_NTHREADS, UF_X(dot));
         }
     }

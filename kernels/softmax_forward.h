@@ -19,7 +19,7 @@
 #include "kernels/dtype_bind.h"
 
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC)) /* elements per thread */
-#define UF_REG_NV (UF_REG_N / UF_VEC)                          /* accesses per thread */
+#define UF_REG_NV (UF_REG_N / UF_VEC)                         /* accesses per thread */
 
 /* Where a row's keys come from; computed once per row because the mask
  * offset costs divisions. */
@@ -49,7 +49,7 @@ UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args
 /* Logits x * scale + mask of the UF_VEC keys from j0 (all inside the row),
  * -inf where hidden. Branches are per access, not per key. */
 UF_FN void UF_VNAME(uf_softmax_load_logits)(const uf_softmax_args *a,
-                                            const UF_VNAME(uf_softmax_row) *r, int64_t j0,
+                                            const UF_VNAME(uf_softmax_row) * r, int64_t j0,
                                             UF_ACC *z)
 {
     UF_LOADV(z, r->x, j0);
@@ -98,13 +98,13 @@ UF_FN void UF_VNAME(uf_softmax_online)(const UF_ACC *z, UF_ACC *m, UF_ACC *s)
     const UF_ACC ref = UF_MAX_REF(cm);
     if (cm > *m) /* rescale the running sum to the new maximum */
         *s *= UF_EXP_ACC(*m - ref);
-    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) * s += UF_EXP_ACC(z[e] - ref);
+    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) *s += UF_EXP_ACC(z[e] - ref);
     *m = cm;
 }
 
 /* One thread's running (max, sum) over keys [begin, end), thread t's
  * accesses strided by the block. */
-UF_FN void UF_VNAME(uf_softmax_scan)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
+UF_FN void UF_VNAME(uf_softmax_scan)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) * r,
                                      int64_t begin, int64_t end, int t, int nthreads, UF_ACC *m,
                                      UF_ACC *s)
 {
@@ -118,7 +118,7 @@ UF_FN void UF_VNAME(uf_softmax_scan)(const uf_softmax_args *a, const UF_VNAME(uf
 }
 
 /* Writes y = exp(z - ref) * inv over keys [begin, end), strided as above. */
-UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) *r,
+UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(uf_softmax_row) * r,
                                       int64_t row, int64_t begin, int64_t end, int t, int nthreads,
                                       UF_ACC ref, UF_ACC inv)
 {
@@ -134,22 +134,24 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 /* Between thread loops: turns every thread's running (m, s) into the
  * block's (row_max, s) with s the block's sum relative to row_max. */
 #define UF_SOFTMAX_COMBINE(m, s, row_max)                                                          \
-    UF_THREADS(t) { UF_X(row_max) = UF_X(m); }                                                     \
+    UF_THREADS (t) {                                                                               \
+        UF_X(row_max) = UF_X(m);                                                                   \
+    }                                                                                              \
     UF_BLOCK_MAX(row_max);                                                                         \
-    UF_THREADS(t) { UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max))); }                  \
+    UF_THREADS (t) {                                                                               \
+        UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max)));                                \
+    }                                                                                              \
     UF_BLOCK_SUM(s)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
 {
     const int group = a.group;
     const int rows_per_block = UF_NTHREADS / group;
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         UF_EXCLUSIVE_ARRAY(UF_ACC, v, UF_REG_N);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / group;
             const int lane = t % group;
             const UF_VNAME(uf_softmax_row) r =
@@ -171,8 +173,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
             UF_WARP_MAX(m, group);
         else
             UF_BLOCK_MAX(m);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const UF_ACC ref = UF_MAX_REF(UF_X(m));
             UF_ACC st = 0;
             UF_UNROLL for (int i = 0; i < UF_REG_N; ++i)
@@ -186,8 +187,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
             UF_WARP_SUM(s, group);
         else
             UF_BLOCK_SUM(s);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / group;
             const int lane = t % group;
             if (row >= a.rows)
@@ -209,19 +209,16 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_reg), uf_softmax_args, a)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {
-    UF_BLOCKS(row)
-    {
+    UF_BLOCKS (row) {
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             UF_VNAME(uf_softmax_scan)(&a, &r, 0, a.sk, t, UF_NTHREADS, &UF_X(m), &UF_X(s));
         }
         UF_SOFTMAX_COMBINE(m, s, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
             UF_VNAME(uf_softmax_write)(&a, &r, row, 0, a.sk, t, UF_NTHREADS, ref, inv);
@@ -231,21 +228,18 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a)
 {
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         int64_t begin, end;
         const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             UF_VNAME(uf_softmax_scan)(&a, &r, begin, end, t, UF_NTHREADS, &UF_X(m), &UF_X(s));
         }
         UF_SOFTMAX_COMBINE(m, s, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             if (t == 0) {
                 UF_ACC *p = (UF_ACC *)a.partial + 2 * b;
                 p[0] = UF_X(row_max);
@@ -257,16 +251,14 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_stats), uf_softmax_args, a)
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 {
-    UF_BLOCKS(b)
-    {
+    UF_BLOCKS (b) {
         int64_t begin, end;
         const int64_t row = uf_softmax_chunk(&a, b, &begin, &end);
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             /* Every block of the row combines the same partials in the same
              * order, so all chunks agree on the row's max and sum. */
             const UF_ACC *p = (const UF_ACC *)a.partial + 2 * row * a.nchunks;
@@ -281,8 +273,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
             UF_X(s) = st;
         }
         UF_SOFTMAX_COMBINE(m, s, row_max);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const UF_ACC ref = UF_MAX_REF(UF_X(row_max));
             const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(row_max), UF_X(s));
             UF_VNAME(uf_softmax_write)(&a, &r, row, begin, end, t, UF_NTHREADS, ref, inv);

@@ -6,7 +6,10 @@
 #include "portable/f16_bits.h"
 #include "unifuse.h"
 
-static int is_float_dtype(uf_dtype d) { return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64; }
+static int is_float_dtype(uf_dtype d)
+{
+    return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64;
+}
 
 static double load(const void *src, uf_dtype dt, size_t i)
 {

@@ -14,7 +14,10 @@ uf_status uf_malloc(void **ptr, size_t bytes)
     return bytes == 0 ? UF_OK : ufb_malloc(ptr, bytes);
 }
 
-uf_status uf_free(void *ptr) { return ptr ? ufb_free(ptr) : UF_OK; }
+uf_status uf_free(void *ptr)
+{
+    return ptr ? ufb_free(ptr) : UF_OK;
+}
 
 static int valid_copy_kind(uf_copy_kind kind)
 {
@@ -50,9 +53,15 @@ uf_status uf_stream_destroy(uf_stream stream)
     return stream ? ufb_stream_destroy(stream) : UF_ERR_BAD_ARGUMENT;
 }
 
-uf_status uf_stream_synchronize(uf_stream stream) { return ufb_stream_synchronize(stream); }
+uf_status uf_stream_synchronize(uf_stream stream)
+{
+    return ufb_stream_synchronize(stream);
+}
 
-uf_status uf_device_synchronize(void) { return ufb_device_synchronize(); }
+uf_status uf_device_synchronize(void)
+{
+    return ufb_device_synchronize();
+}
 
 uf_status uf_event_create(uf_event *event)
 {

@@ -14,11 +14,16 @@ enum { PATH_REG, PATH_STREAM, PATH_SPLIT_STATS, PATH_SPLIT_APPLY, NPATHS };
 
 /* Indexed [backward][dtype - 1][vectorised][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
-    {uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                               \
-     uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                            \
-     uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                       \
-     uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch}
-#define UF_SM_ROW(pass, dt, vec) {UF_SM_PATHS(pass, dt, 1), UF_SM_PATHS(pass, dt, vec)}
+    {                                                                                              \
+        uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
+            uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
+            uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
+            uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
+    }
+#define UF_SM_ROW(pass, dt, vec)                                                                   \
+    {                                                                                              \
+        UF_SM_PATHS(pass, dt, 1), UF_SM_PATHS(pass, dt, vec)                                       \
+    }
 static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
     {UF_SM_ROW(fwd, f32, 4), UF_SM_ROW(fwd, f16, 8), UF_SM_ROW(fwd, bf16, 8),
      UF_SM_ROW(fwd, f64, 2)},
@@ -124,7 +129,10 @@ static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t
     return UF_OK;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+static int aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
 
 static int next_pow2(int64_t n)
 {

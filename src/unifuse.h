@@ -72,7 +72,11 @@ const char *uf_version(void);
 typedef struct uf_stream_s *uf_stream;
 typedef struct uf_event_s *uf_event;
 
-typedef enum uf_backend { UF_BACKEND_OPENMP = 1, UF_BACKEND_CUDA = 2, UF_BACKEND_HIP = 3 } uf_backend;
+typedef enum uf_backend {
+    UF_BACKEND_OPENMP = 1,
+    UF_BACKEND_CUDA = 2,
+    UF_BACKEND_HIP = 3
+} uf_backend;
 
 typedef enum uf_copy_kind {
     UF_HOST_TO_DEVICE = 1,
@@ -82,13 +86,13 @@ typedef enum uf_copy_kind {
 } uf_copy_kind;
 
 typedef struct uf_device_info {
-    char name[256];                /* device name as the backend reports it */
-    uf_backend backend;            /* which backend this library was built for */
-    int multiprocessors;           /* SMs / CUs; CPU: OpenMP threads available */
-    int warp_size;                 /* threads per warp (wavefront); CPU: the emulated width */
-    int max_threads_per_block;     /* the most threads a unifuse block may have */
+    char name[256];                 /* device name as the backend reports it */
+    uf_backend backend;             /* which backend this library was built for */
+    int multiprocessors;            /* SMs / CUs; CPU: OpenMP threads available */
+    int warp_size;                  /* threads per warp (wavefront); CPU: the emulated width */
+    int max_threads_per_block;      /* the most threads a unifuse block may have */
     size_t shared_memory_per_block; /* bytes */
-    size_t total_memory;           /* bytes of device memory (CPU: physical memory, 0 if unknown) */
+    size_t total_memory; /* bytes of device memory (CPU: physical memory, 0 if unknown) */
 } uf_device_info;
 
 /* Name of a backend ("openmp", "cuda", "hip"); "unknown" otherwise. */

@@ -48,7 +48,10 @@ th_tol th_tolerance(uf_dtype dtype)
     }
 }
 
-th_rng th_seed(uint64_t seed) { return (th_rng){seed}; }
+th_rng th_seed(uint64_t seed)
+{
+    return (th_rng){seed};
+}
 
 uint64_t th_next(th_rng *r)
 {
@@ -109,8 +112,7 @@ void th_download(double *host, const void *dev, size_t n, uf_dtype dtype)
     free(tmp);
 }
 
-size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtype,
-                  const char *what)
+size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtype, const char *what)
 {
     const th_tol tol = th_tolerance(dtype);
     size_t bad = 0;

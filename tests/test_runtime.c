@@ -116,13 +116,13 @@ static void conversion_bit_patterns(void **state)
     } cases[] = {
         {1.0f, 0x3c00, 0x3f80},
         {-2.0f, 0xc000, 0xc000},
-        {65504.0f, 0x7bff, 0x4780},          /* bf16 rounds up to 65536 */
-        {65520.0f, 0x7c00, 0x4780},          /* f16: the tie rounds up to infinity */
-        {0x1p-24f, 0x0001, 0x3380},          /* smallest f16 subnormal */
-        {0x1p-25f, 0x0000, 0x3300},          /* f16: tie to even, zero */
-        {0x1.8p-24f, 0x0002, 0x33c0},        /* f16: 1.5 ulp rounds to 2 */
-        {1.0f + 0x1p-8f, 0x3c04, 0x3f80},    /* bf16: tie to even, down */
-        {1.0f + 0x1.8p-7f, 0x3c0c, 0x3f82},  /* bf16: tie rounds up to even */
+        {65504.0f, 0x7bff, 0x4780},         /* bf16 rounds up to 65536 */
+        {65520.0f, 0x7c00, 0x4780},         /* f16: the tie rounds up to infinity */
+        {0x1p-24f, 0x0001, 0x3380},         /* smallest f16 subnormal */
+        {0x1p-25f, 0x0000, 0x3300},         /* f16: tie to even, zero */
+        {0x1.8p-24f, 0x0002, 0x33c0},       /* f16: 1.5 ulp rounds to 2 */
+        {1.0f + 0x1p-8f, 0x3c04, 0x3f80},   /* bf16: tie to even, down */
+        {1.0f + 0x1.8p-7f, 0x3c0c, 0x3f82}, /* bf16: tie rounds up to even */
         {-0.0f, 0x8000, 0x8000},
         {INFINITY, 0x7c00, 0x7f80},
     };

@@ -42,7 +42,8 @@ static void assert_untouched(void)
 }
 
 /* Forward with desc expected to fail with `want`, writing nothing. */
-static void expect(uf_status want, const uf_softmax_desc *d, const void *xp, const void *mp, void *yp)
+static void expect(uf_status want, const uf_softmax_desc *d, const void *xp, const void *mp,
+                   void *yp)
 {
     reset();
     assert_int_equal(uf_softmax_forward(d, xp, mp, yp, NULL), want);
@@ -203,9 +204,9 @@ static void status_strings(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(null_pointers),   cmocka_unit_test(empty_tensors_are_noops),
-        cmocka_unit_test(bad_dtypes),      cmocka_unit_test(bad_shapes),
-        cmocka_unit_test(bad_scale),       cmocka_unit_test(overflowing_sizes),
+        cmocka_unit_test(null_pointers),       cmocka_unit_test(empty_tensors_are_noops),
+        cmocka_unit_test(bad_dtypes),          cmocka_unit_test(bad_shapes),
+        cmocka_unit_test(bad_scale),           cmocka_unit_test(overflowing_sizes),
         cmocka_unit_test(overlapping_buffers), cmocka_unit_test(status_strings),
     };
     return TH_RUN("softmax_args", tests);

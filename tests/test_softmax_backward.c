@@ -25,8 +25,7 @@ static void row_lengths(void **state)
             c.desc.scale = 0.125;
             c.desc.causal = (int)(i % 2); /* y with hidden (zero) keys half the time */
             char what[96];
-            snprintf(what, sizeof what, "backward sk=%lld causal=%d", (long long)sk,
-                     c.desc.causal);
+            snprintf(what, sizeof what, "backward sk=%lld causal=%d", (long long)sk, c.desc.causal);
             bad += sm_check_backward(&c, what);
         }
     }
@@ -72,7 +71,8 @@ static void hidden_rows_have_zero_gradient(void **state)
             c.desc.causal = 1;
             bad += sm_check_backward(&c, "hidden rows backward");
             const size_t n = (size_t)(sq * sk);
-            double *y = (double *)th_malloc(n * sizeof *y), *dy = (double *)th_malloc(n * sizeof *dy);
+            double *y = (double *)th_malloc(n * sizeof *y),
+                   *dy = (double *)th_malloc(n * sizeof *dy);
             double *x = (double *)th_malloc(n * sizeof *x);
             for (size_t e = 0; e < n; ++e) {
                 x[e] = (double)(e % 5);

@@ -52,8 +52,13 @@ static void broadcast_masks(void **state)
         for (size_t p = 0; p < sizeof qk / sizeof qk[0]; ++p) {
             const int64_t sq = qk[p][0], sk = qk[p][1];
             const int64_t shape[] = {B, H, sq, sk};
-            const int64_t mshapes[][4] = {{B, H, sq, sk}, {B, 1, sq, sk}, {1, H, sq, sk},
-                                          {1, 1, sq, sk}, {B, 1, 1, sk}, {sq, sk}, {sk}};
+            const int64_t mshapes[][4] = {{B, H, sq, sk},
+                                          {B, 1, sq, sk},
+                                          {1, H, sq, sk},
+                                          {1, 1, sq, sk},
+                                          {B, 1, 1, sk},
+                                          {sq, sk},
+                                          {sk}};
             const int mndims[] = {4, 4, 4, 4, 4, 2, 1};
             for (size_t k = 0; k < 3; ++k) {
                 for (size_t m = 0; m < 7; ++m) {
@@ -107,7 +112,8 @@ static void fully_hidden_rows_are_zero(void **state)
                 c.hidden_fraction = 0;
                 c.edit = hide_some_rows;
                 const size_t n = (size_t)(4 * sk);
-                double *x = (double *)th_malloc(n * sizeof *x), *m = (double *)th_malloc(n * sizeof *m);
+                double *x = (double *)th_malloc(n * sizeof *x),
+                       *m = (double *)th_malloc(n * sizeof *m);
                 double *y = (double *)th_malloc(n * sizeof *y);
                 for (size_t e = 0; e < n; ++e) {
                     x[e] = (double)(e % 7); /* finite, varied */
@@ -258,10 +264,14 @@ static void many_long_rows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(row_lengths),       cmocka_unit_test(broadcast_masks),
-        cmocka_unit_test(fully_hidden_rows_are_zero), cmocka_unit_test(in_place_and_misaligned),
-        cmocka_unit_test(large_magnitudes),  cmocka_unit_test(nan_and_infinities),
-        cmocka_unit_test(any_number_of_dims), cmocka_unit_test(many_long_rows),
+        cmocka_unit_test(row_lengths),
+        cmocka_unit_test(broadcast_masks),
+        cmocka_unit_test(fully_hidden_rows_are_zero),
+        cmocka_unit_test(in_place_and_misaligned),
+        cmocka_unit_test(large_magnitudes),
+        cmocka_unit_test(nan_and_infinities),
+        cmocka_unit_test(any_number_of_dims),
+        cmocka_unit_test(many_long_rows),
     };
     return TH_RUN("softmax_forward", tests);
 }

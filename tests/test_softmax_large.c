@@ -94,10 +94,12 @@ static size_t check_large(uf_dtype dt, int64_t rows, int64_t sk)
                                    : (int64_t)(th_next(&rng) % (uint64_t)rows);
         char what[96];
         th_download(got, (const char *)y_dev + (size_t)r * n * es, n, dt);
-        snprintf(what, sizeof what, "large forward row %lld of %lld", (long long)r, (long long)rows);
+        snprintf(what, sizeof what, "large forward row %lld of %lld", (long long)r,
+                 (long long)rows);
         bad += th_compare(got, y_want, n, dt, what);
         th_download(got, (const char *)ddy + (size_t)r * n * es, n, dt);
-        snprintf(what, sizeof what, "large backward row %lld of %lld", (long long)r, (long long)rows);
+        snprintf(what, sizeof what, "large backward row %lld of %lld", (long long)r,
+                 (long long)rows);
         bad += th_compare(got, dx_want, n, dt, what);
     }
     uf_free(dx_dev);

@@ -37,15 +37,17 @@ extern "C" uf_status ufb_launch_status(void);
 
 #define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
 #define UF_KERNEL_(name, ArgsT, a)                                                                 \
-    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a);  \
+    __global__ void __launch_bounds__(UF_MAX_THREADS)                                              \
+        name(const uf_kdims uf_dims_, const ArgsT a);                                              \
     extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % 32 != 0)                   \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % 32 != 0)                 \
             return UF_ERR_LAUNCH;                                                                  \
         if (l->blocks <= 0)                                                                        \
             return UF_OK;                                                                          \
         const uf_kdims d = {l->blocks, l->threads};                                                \
-        const int64_t cap = l->max_grid > 0 && l->max_grid < UF_GRID_CAP ? l->max_grid : UF_GRID_CAP; \
+        const int64_t cap =                                                                        \
+            l->max_grid > 0 && l->max_grid < UF_GRID_CAP ? l->max_grid : UF_GRID_CAP;              \
         const unsigned grid = (unsigned)(l->blocks < cap ? l->blocks : cap);                       \
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
@@ -69,10 +71,22 @@ extern "C" uf_status ufb_launch_status(void);
 /* ---- 16-bit floating point storage: raw bits, converted in registers ---- */
 typedef uint16_t uf_f16;
 typedef uint16_t uf_bf16;
-UF_FN float uf_f16_to_f32(uf_f16 h) { return __half2float(__ushort_as_half(h)); }
-UF_FN uf_f16 uf_f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
-UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
-UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
+UF_FN float uf_f16_to_f32(uf_f16 h)
+{
+    return __half2float(__ushort_as_half(h));
+}
+UF_FN uf_f16 uf_f32_to_f16(float f)
+{
+    return __half_as_ushort(__float2half_rn(f));
+}
+UF_FN float uf_bf16_to_f32(uf_bf16 h)
+{
+    return uf_bf16_bits_to_f32(h);
+}
+UF_FN uf_bf16 uf_f32_to_bf16(float f)
+{
+    return uf_f32_to_bf16_bits(f);
+}
 
 /* Pairs packed in a 32-bit word, low half first (one instruction each way
  * for fp16; bf16 widens by shifts and narrows through the vendor's paired
@@ -124,10 +138,22 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 #define UF_EXP(x) exp(x)
 
 /* ---- collectives (see openmp/collectives.h for the same order on the CPU) ---- */
-UF_FN float uf_gpu_add(float a, float b) { return a + b; }
-UF_FN double uf_gpu_add(double a, double b) { return a + b; }
-UF_FN float uf_gpu_max(float a, float b) { return fmaxf(a, b); }
-UF_FN double uf_gpu_max(double a, double b) { return fmax(a, b); }
+UF_FN float uf_gpu_add(float a, float b)
+{
+    return a + b;
+}
+UF_FN double uf_gpu_add(double a, double b)
+{
+    return a + b;
+}
+UF_FN float uf_gpu_max(float a, float b)
+{
+    return fmaxf(a, b);
+}
+UF_FN double uf_gpu_max(double a, double b)
+{
+    return fmax(a, b);
+}
 
 #define UF_GPU_DEFINE_WARP(name, T, COMBINE)                                                       \
     UF_FN T name(T v, int width)                                                                   \
@@ -147,7 +173,7 @@ UF_GPU_DEFINE_WARP(uf_warp_max, double, uf_gpu_max)
 #define UF_GPU_DEFINE_BLOCK(name, warp_name, T, IDENTITY)                                          \
     UF_FN T name(T v)                                                                              \
     {                                                                                              \
-        __shared__ T published[UF_MAX_THREADS / 32];                                                 \
+        __shared__ T published[UF_MAX_THREADS / 32];                                               \
         const int lane = (int)threadIdx.x % UF_WARP;                                               \
         const int nwarps = (int)blockDim.x / UF_WARP;                                              \
         v = warp_name(v, UF_WARP);                                                                 \

@@ -29,7 +29,10 @@ static uf_status status_from(cudaError_t err)
     }
 }
 
-extern "C" uf_status ufb_launch_status(void) { return status_from(cudaGetLastError()); }
+extern "C" uf_status ufb_launch_status(void)
+{
+    return status_from(cudaGetLastError());
+}
 
 static uf_status current_device(int *dev)
 {
@@ -91,7 +94,10 @@ extern "C" uf_status ufb_malloc(void **ptr, size_t bytes)
     return status_from(cudaMalloc(ptr, bytes));
 }
 
-extern "C" uf_status ufb_free(void *ptr) { return status_from(cudaFree(ptr)); }
+extern "C" uf_status ufb_free(void *ptr)
+{
+    return status_from(cudaFree(ptr));
+}
 
 extern "C" uf_status ufb_malloc_async(void **ptr, size_t bytes, uf_stream s)
 {
@@ -152,7 +158,10 @@ extern "C" uf_status ufb_stream_synchronize(uf_stream s)
     return status_from(cudaStreamSynchronize((cudaStream_t)s));
 }
 
-extern "C" uf_status ufb_device_synchronize(void) { return status_from(cudaDeviceSynchronize()); }
+extern "C" uf_status ufb_device_synchronize(void)
+{
+    return status_from(cudaDeviceSynchronize());
+}
 
 extern "C" uf_status ufb_event_create(uf_event *e)
 {

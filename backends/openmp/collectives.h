@@ -8,8 +8,9 @@
 #define UF_OPENMP_COLLECTIVES_H
 
 #define UF_CPU_COLLECTIVE(op, v, width)                                                            \
-    _Generic((v)[0], float: uf_cpu_##op##_f32, double: uf_cpu_##op##_f64)((v), UF_NTHREADS,          \
-                                                                         (width))
+    _Generic((v)[0], float                                                                         \
+             : uf_cpu_##op##_f32, double                                                           \
+             : uf_cpu_##op##_f64)((v), UF_NTHREADS, (width))
 
 /* One xor-shuffle butterfly over groups of `width` lanes of each warp. */
 #define UF_CPU_DEFINE_WARP(name, T, COMBINE)                                                       \

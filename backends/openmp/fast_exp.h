@@ -15,7 +15,7 @@
 
 static inline float uf_cpu_expf(float x)
 {
-    const float lo = -86.6f, hi = 88.72f; /* n in [-125, 128] */
+    const float lo = -86.6f, hi = 88.72f;             /* n in [-125, 128] */
     const float xc = x < lo ? lo : (x > hi ? hi : x); /* NaN passes through */
     const float shifter = 12582912.0f;                /* 1.5 * 2^23 */
     const float t = xc * 1.44269504088896341f + shifter;

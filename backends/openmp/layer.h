@@ -46,7 +46,7 @@ typedef struct uf_kdims {
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % UF_WARP != 0)              \
+        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % UF_WARP != 0)            \
             return UF_ERR_LAUNCH;                                                                  \
         const uf_kdims d = {l->blocks, l->threads};                                                \
         name##_body(d, *args);                                                                     \
@@ -76,10 +76,22 @@ typedef struct uf_kdims {
 /* ---- 16-bit floating point storage ---- */
 typedef uint16_t uf_f16;
 typedef uint16_t uf_bf16;
-UF_FN float uf_f16_to_f32(uf_f16 h) { return uf_f16_bits_to_f32(h); }
-UF_FN uf_f16 uf_f32_to_f16(float f) { return uf_f32_to_f16_bits(f); }
-UF_FN float uf_bf16_to_f32(uf_bf16 h) { return uf_bf16_bits_to_f32(h); }
-UF_FN uf_bf16 uf_f32_to_bf16(float f) { return uf_f32_to_bf16_bits(f); }
+UF_FN float uf_f16_to_f32(uf_f16 h)
+{
+    return uf_f16_bits_to_f32(h);
+}
+UF_FN uf_f16 uf_f32_to_f16(float f)
+{
+    return uf_f32_to_f16_bits(f);
+}
+UF_FN float uf_bf16_to_f32(uf_bf16 h)
+{
+    return uf_bf16_bits_to_f32(h);
+}
+UF_FN uf_bf16 uf_f32_to_bf16(float f)
+{
+    return uf_f32_to_bf16_bits(f);
+}
 
 /* Pairs packed in a 32-bit word, low half first: the vector paths convert
  * two at a time, which GPUs do in one instruction. */

@@ -116,7 +116,10 @@ uf_status ufb_stream_synchronize(uf_stream s)
     return UF_OK;
 }
 
-uf_status ufb_device_synchronize(void) { return UF_OK; }
+uf_status ufb_device_synchronize(void)
+{
+    return UF_OK;
+}
 
 uf_status ufb_event_create(uf_event *e)
 {

@@ -30,7 +30,10 @@ UF_BITS_FN float uf_f32_from_bits(uint32_t u)
 }
 
 /* bfloat16 is the top half of an fp32: widening is a shift. */
-UF_BITS_FN float uf_bf16_bits_to_f32(uint16_t h) { return uf_f32_from_bits((uint32_t)h << 16); }
+UF_BITS_FN float uf_bf16_bits_to_f32(uint16_t h)
+{
+    return uf_f32_from_bits((uint32_t)h << 16);
+}
 
 UF_BITS_FN uint16_t uf_f32_to_bf16_bits(float f)
 {
@@ -71,7 +74,7 @@ UF_BITS_FN uint16_t uf_f32_to_f16_bits(float f)
         return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
     if (a >= 0x477ff000u) /* rounds to or beyond 65520: infinity */
         return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x38800000u) { /* below the smallest normal half (2^-14) */
+    if (a < 0x38800000u) {   /* below the smallest normal half (2^-14) */
         if (a < 0x33000000u) /* below half the smallest subnormal (2^-25): zero */
             return sign;
         const uint32_t e = a >> 23;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_random.h"
 #include "unifuse.h"
 
 #define MAX_SIZES 64
@@ -167,16 +168,6 @@ static int parse_options(int argc, char **argv, options *o)
     return 1;
 }
 
-/* splitmix64 mapped to [lo, hi). */
-static double uniform(uint64_t *state, double lo, double hi)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * ((double)(z >> 11) * 0x1.0p-53);
-}
-
 /* Fills n device elements: one host block uploaded, then doubled in place
  * with device copies, so a GiB tensor costs a few dozen copies, not
  * thousands of small uploads. Every eighth mask value is -inf, like a
@@ -188,7 +179,8 @@ static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, int is_ma
     unsigned char conv[BLOCK * 8];
     const size_t es = uf_dtype_size(dt), first = n < BLOCK ? n : BLOCK;
     for (size_t i = 0; i < BLOCK; ++i)
-        v[i] = is_mask ? (i % 8 == 7 ? -INFINITY : uniform(&seed, -2, 0)) : uniform(&seed, -8, 8);
+        v[i] = is_mask ? (i % 8 == 7 ? -INFINITY : bench_uniform(&seed, -2, 0))
+                       : bench_uniform(&seed, -8, 8);
     uf_status st = uf_convert_host(conv, dt, v, UF_F64, BLOCK);
     if (st == UF_OK)
         st = uf_memcpy(dev, conv, first * es, UF_HOST_TO_DEVICE, NULL);
@@ -540,7 +532,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "unifuse-bench-softmax: uf_get_device_info: %s\n", uf_status_string(st));
         return st == UF_ERR_NO_DEVICE ? 77 : 1;
     }
-    const int cpu = info.backend == UF_BACKEND_OPENMP;
+    const int cpu = info.backend == UF_BACKEND_CPU;
 
     /* Sizes: GPU tensors of 256 MiB swamp any cache; on a CPU 32 MiB keeps
      * a full run to minutes. --quick is a smoke test, not a measurement. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_random.h"
 #include "unifuse.h"
 
 #define B 2
@@ -32,22 +33,12 @@ static int failed(uf_status st, const char *what)
     return 1;
 }
 
-/* splitmix64 mapped to [lo, hi): reproducible inputs on every machine. */
-static double uniform(uint64_t *state, double lo, double hi)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * ((double)(z >> 11) * 0x1.0p-53);
-}
-
 /* Random values already rounded to f32, so the reference sees what the
  * device sees. */
 static uf_status random_f32(double *v, float *f, size_t n, uint64_t seed, double lo, double hi)
 {
     for (size_t i = 0; i < n; ++i)
-        v[i] = uniform(&seed, lo, hi);
+        v[i] = bench_uniform(&seed, lo, hi);
     uf_status st = uf_convert_host(f, UF_F32, v, UF_F64, n);
     return st == UF_OK ? uf_convert_host(v, UF_F64, f, UF_F32, n) : st;
 }
@@ -214,7 +205,7 @@ static uf_status fill(void *dev, size_t n, uf_dtype dt, uint64_t seed, double lo
     unsigned char conv[BLOCK * 8];
     const size_t es = uf_dtype_size(dt);
     for (size_t i = 0; i < BLOCK; ++i)
-        v[i] = uniform(&seed, lo, hi);
+        v[i] = bench_uniform(&seed, lo, hi);
     uf_status st = uf_convert_host(conv, dt, v, UF_F64, BLOCK);
     for (size_t done = 0; st == UF_OK && done < n; done += BLOCK) {
         const size_t k = n - done < BLOCK ? n - done : BLOCK;
@@ -254,10 +245,10 @@ static uf_status time_calls(const uf_softmax_desc *d, int backward, void *a, voi
 static int run_timing(uf_backend backend)
 {
     /* A CPU run must stay well under a second per dtype on two cores. */
-    const int64_t shape[4] = {
-        backend == UF_BACKEND_OPENMP ? 2 : 4, backend == UF_BACKEND_OPENMP ? 8 : 16,
-        backend == UF_BACKEND_OPENMP ? 512 : 1024, backend == UF_BACKEND_OPENMP ? 512 : 1024};
-    const int iters = backend == UF_BACKEND_OPENMP ? 5 : 20;
+    const int64_t shape[4] = {backend == UF_BACKEND_CPU ? 2 : 4, backend == UF_BACKEND_CPU ? 8 : 16,
+                              backend == UF_BACKEND_CPU ? 512 : 1024,
+                              backend == UF_BACKEND_CPU ? 512 : 1024};
+    const int iters = backend == UF_BACKEND_CPU ? 5 : 20;
     const uf_dtype dtypes[3] = {UF_F32, UF_F16, UF_BF16};
     const char *names[3] = {"f32", "f16", "bf16"};
     const size_t n = (size_t)(shape[0] * shape[1] * shape[2] * shape[3]);
@@ -324,7 +315,7 @@ int main(void)
     printf("device: %s\n", info.name);
     printf("  backend %s, %d %s, warp %d, %d threads/block, %zu KiB shared/block, %.1f GiB\n",
            uf_backend_name(info.backend), info.multiprocessors,
-           info.backend == UF_BACKEND_OPENMP ? "threads" : "multiprocessors", info.warp_size,
+           info.backend == UF_BACKEND_CPU ? "threads" : "multiprocessors", info.warp_size,
            info.max_threads_per_block, info.shared_memory_per_block / 1024,
            (double)info.total_memory / (1024.0 * 1024.0 * 1024.0));
 

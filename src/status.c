@@ -61,7 +61,7 @@ size_t uf_dtype_size(uf_dtype dtype)
 const char *uf_backend_name(uf_backend backend)
 {
     switch (backend) {
-    case UF_BACKEND_OPENMP:
+    case UF_BACKEND_CPU:
         return "openmp";
     case UF_BACKEND_CUDA:
         return "cuda";

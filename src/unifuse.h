@@ -72,11 +72,9 @@ const char *uf_version(void);
 typedef struct uf_stream_s *uf_stream;
 typedef struct uf_event_s *uf_event;
 
-typedef enum uf_backend {
-    UF_BACKEND_OPENMP = 1,
-    UF_BACKEND_CUDA = 2,
-    UF_BACKEND_HIP = 3
-} uf_backend;
+/* Which backend the library was built for; UF_BACKEND_CPU is the OpenMP
+ * build. */
+typedef enum uf_backend { UF_BACKEND_CPU = 1, UF_BACKEND_CUDA = 2, UF_BACKEND_HIP = 3 } uf_backend;
 
 typedef enum uf_copy_kind {
     UF_HOST_TO_DEVICE = 1,

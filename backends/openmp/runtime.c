@@ -40,7 +40,7 @@ uf_status ufb_device_info(uf_device_info *info)
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "CPU (OpenMP, %d threads, emulated warp %d)",
              lim.multiprocessors, lim.warp_size);
-    info->backend = UF_BACKEND_OPENMP;
+    info->backend = UF_BACKEND_CPU;
     info->multiprocessors = lim.multiprocessors;
     info->warp_size = lim.warp_size;
     info->max_threads_per_block = lim.max_threads_per_block;

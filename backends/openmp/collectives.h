@@ -46,10 +46,12 @@
     }
 
 #define UF_CPU_ADD(a, b) ((a) + (b))
+/* fmax's result (a NaN operand loses to a number) without a libm call. */
+#define UF_CPU_MAX(a, b) ((a) > (b) || (b) != (b) ? (a) : (b))
 UF_CPU_DEFINE_WARP(warp_sum_f32, float, UF_CPU_ADD)
 UF_CPU_DEFINE_WARP(warp_sum_f64, double, UF_CPU_ADD)
-UF_CPU_DEFINE_WARP(warp_max_f32, float, fmaxf)
-UF_CPU_DEFINE_WARP(warp_max_f64, double, fmax)
+UF_CPU_DEFINE_WARP(warp_max_f32, float, UF_CPU_MAX)
+UF_CPU_DEFINE_WARP(warp_max_f64, double, UF_CPU_MAX)
 UF_CPU_DEFINE_BLOCK(block_sum_f32, warp_sum_f32, float, 0.0f)
 UF_CPU_DEFINE_BLOCK(block_sum_f64, warp_sum_f64, double, 0.0)
 UF_CPU_DEFINE_BLOCK(block_max_f32, warp_max_f32, float, -INFINITY)

@@ -28,7 +28,9 @@
 /* Most threads a CPU block may have: bounds the exclusive arrays' size. */
 #define UF_MAX_THREADS 256
 
-#define UF_FN static inline
+/* Device functions are forced inline, as GPU compilers do, so that the
+ * thread loops around them can be optimised as one body. */
+#define UF_FN static inline __attribute__((always_inline))
 #define UF_RESTRICT restrict
 #define UF_EXTERN_C
 #define UF_UNROLL _Pragma("GCC unroll 16")

@@ -152,12 +152,94 @@ static void conversion_bit_patterns(void **state)
     assert_int_equal(h, 0x3f81);
 }
 
+/* Value of a binary16 bit pattern, from the format's definition. */
+static double f16_value(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const double mag = e == 0    ? ldexp(m, -24)
+                       : e == 31 ? (m ? NAN : INFINITY)
+                                 : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -mag : mag;
+}
+
+/* Round-to-nearest-even of x to a format with `bits` fraction bits, minimum
+ * normal exponent `emin` and largest finite value `max`, in double. */
+static double round_reference(double x, int bits, int emin, double max)
+{
+    if (x == 0 || isnan(x))
+        return x;
+    int e = ilogb(fabs(x));
+    e = e < emin ? emin : e;
+    const double ulp = ldexp(1.0, e - bits);
+    const double r = nearbyint(fabs(x) / ulp) * ulp; /* x / ulp is exact */
+    const double mag = r > max ? INFINITY : r;
+    return x < 0 ? -mag : mag;
+}
+
+/* Every binary16 widens to its defined value and narrows back to itself. */
+static void conversion_f16_exhaustive(void **state)
+{
+    (void)state;
+    size_t bad = 0;
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const uint16_t in = (uint16_t)h;
+        float wide = 0;
+        uint16_t back = 0;
+        assert_int_equal(uf_convert_host(&wide, UF_F32, &in, UF_F16, 1), UF_OK);
+        assert_int_equal(uf_convert_host(&back, UF_F16, &wide, UF_F32, 1), UF_OK);
+        const double want = f16_value(in);
+        bad += isnan(want) ? !(isnan(wide) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff))
+                           : ((double)wide != want || back != in);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* fp32 -> f16 and bf16 against the double reference: random bit patterns,
+ * and every midpoint between neighbouring binary16 values (the ties). */
+static void conversion_narrowing_reference(void **state)
+{
+    (void)state;
+    th_rng rng = th_seed(2026);
+    size_t bad = 0;
+    for (int i = 0; i < (1 << 20) + 0x10000; ++i) {
+        float x;
+        if (i < (1 << 20)) {
+            const uint32_t u = (uint32_t)th_next(&rng);
+            memcpy(&x, &u, sizeof x);
+        } else { /* midpoint between h and h + 1, both signs */
+            const uint16_t h = (uint16_t)(i - (1 << 20)) & 0x7bfe;
+            x = (float)((f16_value(h) + f16_value((uint16_t)(h + 1))) / 2);
+            x = (i & 1) ? -x : x;
+        }
+        if (isnan(x))
+            continue;
+        uint16_t h = 0, b = 0;
+        assert_int_equal(uf_convert_host(&h, UF_F16, &x, UF_F32, 1), UF_OK);
+        assert_int_equal(uf_convert_host(&b, UF_BF16, &x, UF_F32, 1), UF_OK);
+        float bw = 0;
+        assert_int_equal(uf_convert_host(&bw, UF_F32, &b, UF_BF16, 1), UF_OK);
+        const double want_h = round_reference(x, 10, -14, 65504.0);
+        const double want_b = round_reference(x, 7, -126, 0x1.fep127);
+        if (f16_value(h) != want_h || (double)bw != want_b) {
+            if (bad++ < 5)
+                fprintf(stderr, "# narrowing %a: f16 %04x want %a, bf16 %04x want %a\n", x, h,
+                        want_h, b, want_b);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(device_info),         cmocka_unit_test(memory_round_trip),
-        cmocka_unit_test(events_measure_time), cmocka_unit_test(runtime_argument_checks),
-        cmocka_unit_test(version_and_sizes),   cmocka_unit_test(conversion_bit_patterns),
+        cmocka_unit_test(device_info),
+        cmocka_unit_test(memory_round_trip),
+        cmocka_unit_test(events_measure_time),
+        cmocka_unit_test(runtime_argument_checks),
+        cmocka_unit_test(version_and_sizes),
+        cmocka_unit_test(conversion_bit_patterns),
+        cmocka_unit_test(conversion_f16_exhaustive),
+        cmocka_unit_test(conversion_narrowing_reference),
     };
     return TH_RUN("runtime", tests);
 }

@@ -45,52 +45,36 @@ UF_BITS_FN uint16_t uf_f32_to_bf16_bits(float f)
     return (uint16_t)(u >> 16);
 }
 
+/* Both binary16 conversions are branch-free (selects only), so that CPU
+ * loops over them vectorise. */
 UF_BITS_FN float uf_f16_bits_to_f32(uint16_t h)
 {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1fu) /* inf or NaN */
-        return uf_f32_from_bits(sign | 0x7f800000u | (mant << 13));
-    if (exp != 0)
-        return uf_f32_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
-    if (mant == 0)
-        return uf_f32_from_bits(sign);
-    /* Subnormal half: normalise into an fp32 normal. */
-    uint32_t e = 113u;
-    while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        --e;
-    }
-    return uf_f32_from_bits(sign | (e << 23) | ((mant & 0x3ffu) << 13));
+    const uint32_t em = h & 0x7fffu; /* exponent and mantissa */
+    /* Normal: rebias the exponent by 127 - 15; inf and NaN by 112 more. */
+    const uint32_t normal = (em << 13) + 0x38000000u + (em >= 0x7c00u ? 0x38000000u : 0u);
+    /* Subnormal or zero: exactly em * 2^-24. */
+    const float sub = (float)em * 0x1p-24f;
+    const uint32_t mag = em < 0x0400u ? uf_bits_from_f32(sub) : normal;
+    return uf_f32_from_bits(sign | mag);
 }
 
 UF_BITS_FN uint16_t uf_f32_to_f16_bits(float f)
 {
     const uint32_t u = uf_bits_from_f32(f);
-    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t sign = (u >> 16) & 0x8000u;
     const uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN */
-        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-    if (a >= 0x477ff000u) /* rounds to or beyond 65520: infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x38800000u) {   /* below the smallest normal half (2^-14) */
-        if (a < 0x33000000u) /* below half the smallest subnormal (2^-25): zero */
-            return sign;
-        const uint32_t e = a >> 23;
-        const uint32_t m = (a & 0x7fffffu) | 0x800000u;
-        const uint32_t shift = 126u - e; /* 14..24 */
-        uint32_t r = m >> shift;
-        const uint32_t rem = m & ((1u << shift) - 1u);
-        const uint32_t half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (r & 1u)))
-            ++r;
-        return (uint16_t)(sign | r);
-    }
-    /* Normal: rebias the exponent and round the 13 discarded mantissa bits. */
-    uint32_t r = a - 0x38000000u; /* exponent 127 -> 15 */
-    r += 0xfffu + ((r >> 13) & 1u);
-    return (uint16_t)(sign | (r >> 13));
+    /* Normal range: rebias, then round the 13 dropped bits to nearest even
+     * (a carry may reach the exponent, and 65520 and above reach inf). */
+    const uint32_t rebased = a - 0x38000000u;
+    const uint32_t normal = (rebased + 0xfffu + ((rebased >> 13) & 1u)) >> 13;
+    /* Below 2^-14: adding 0.5 makes the FPU round to a multiple of 2^-24,
+     * which is the subnormal's mantissa (0x400 when it rounds up to 2^-14). */
+    const uint32_t sub = uf_bits_from_f32(uf_f32_from_bits(a) + 0.5f) - 0x3f000000u;
+    uint32_t mag = a < 0x38800000u ? sub : normal;
+    mag = a >= 0x47800000u ? 0x7c00u : mag;                   /* 65536 and up: inf */
+    mag = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : mag; /* NaN stays NaN */
+    return (uint16_t)(sign | mag);
 }
 
 #endif

@@ -4,6 +4,9 @@
 # compute-sanitizer tools over the test binaries, the benchmark and the
 # comparison with PyTorch. Logs and JSON go to $OUT (or ./gpu-out).
 #   bench/gpu_run.sh [test] [sanitize] [bench] [torch]   (default: all four)
+# The GPU machine has no cmocka and no network: first, on a Debian machine,
+#   mkdir -p .deps && (cd .deps && apt-get download libcmocka0 libcmocka-dev)
+# (.deps is ignored by git) and send .deps along with the working tree.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}

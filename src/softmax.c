@@ -208,7 +208,12 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         return paths[PATH_REG](&l, a);
     }
-    if (need <= max_threads) {
+    const int stream_ok = a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
+                          a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors;
+    /* The forward with a row across more than half the largest block is
+     * faster streamed (its second read hits L2) than held by one block whose
+     * barriers stall the whole multiprocessor. */
+    if (need <= max_threads && (backward || !stream_ok || 2 * need <= max_threads)) {
         /* A block per row, the row still in registers. */
         l.threads = (int)((need + warp - 1) / warp * warp);
         a->group = l.threads;
@@ -218,8 +223,7 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
     }
     l.threads = max_threads;
     a->group = l.threads;
-    if (a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
-        a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors) {
+    if (stream_ok) {
         l.blocks = a->rows;
         return paths[PATH_STREAM](&l, a);
     }

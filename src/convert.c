@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "checks.h"
 #include "portable/f16_bits.h"
-#include "unifuse.h"
 
 static int is_float_dtype(uf_dtype d)
 {
@@ -68,9 +68,7 @@ uf_status uf_convert_host(void *dst, uf_dtype dst_dtype, const void *src, uf_dty
     const size_t ds = uf_dtype_size(dst_dtype), ss = uf_dtype_size(src_dtype);
     if (count > SIZE_MAX / (ds > ss ? ds : ss))
         return UF_ERR_OVERFLOW;
-    const char *d0 = (const char *)dst, *s0 = (const char *)src;
-    const int overlap = d0 < s0 + count * ss && s0 < d0 + count * ds;
-    if (overlap && !(d0 == s0 && ds == ss))
+    if (uf_ranges_overlap(dst, count * ds, src, count * ss) && !(dst == src && ds == ss))
         return UF_ERR_ALIAS;
     for (size_t i = 0; i < count; ++i)
         store(dst, dst_dtype, i, load(src, src_dtype, i));

@@ -22,14 +22,18 @@ int th_have_device(void);
 
 extern size_t th_skipped;
 
-/* Skips the calling test (counted by cmocka) when there is no device. */
-#define TH_NEED_DEVICE()                                                                           \
+/* Skips the calling test (counted by cmocka, and by th_run) unless `cond`
+ * holds; whatever evaluates `cond` says why when it fails. */
+#define TH_SKIP_UNLESS(cond)                                                                       \
     do {                                                                                           \
-        if (!th_have_device()) {                                                                   \
+        if (!(cond)) {                                                                             \
             ++th_skipped;                                                                          \
             skip();                                                                                \
         }                                                                                          \
     } while (0)
+
+/* Skips the calling test when there is no device. */
+#define TH_NEED_DEVICE() TH_SKIP_UNLESS(th_have_device())
 
 /* Runs a cmocka group and turns "every test skipped" into exit code 77, which
  * Meson reports as SKIP. */

@@ -30,14 +30,6 @@ static int large_enabled(void)
     return 0;
 }
 
-#define NEED_LARGE()                                                                               \
-    do {                                                                                           \
-        if (!large_enabled()) {                                                                    \
-            ++th_skipped;                                                                          \
-            skip();                                                                                \
-        }                                                                                          \
-    } while (0)
-
 /* Device buffer of rows copies of `row`: one upload, then doubling copies. */
 static void *replicate(const double *row, int64_t sk, int64_t rows, uf_dtype dt)
 {
@@ -118,7 +110,7 @@ static size_t check_large(uf_dtype dt, int64_t rows, int64_t sk)
 static void over_2_31_elements_register_path(void **state)
 {
     (void)state;
-    NEED_LARGE();
+    TH_SKIP_UNLESS(large_enabled());
     TH_NEED_DEVICE();
     assert_int_equal(check_large(UF_F16, LARGE_ROWS_REG, 1024), 0);
 }
@@ -127,7 +119,7 @@ static void over_2_31_elements_register_path(void **state)
 static void over_2_31_elements_long_rows(void **state)
 {
     (void)state;
-    NEED_LARGE();
+    TH_SKIP_UNLESS(large_enabled());
     TH_NEED_DEVICE();
     assert_int_equal(check_large(UF_BF16, LARGE_ROWS_LONG, (int64_t)1 << 20), 0);
 }

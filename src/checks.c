@@ -42,3 +42,8 @@ int uf_same_or_disjoint(const void *a, const void *b, size_t bytes)
 {
     return a == b || !uf_ranges_overlap(a, bytes, b, bytes);
 }
+
+int uf_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}

@@ -20,4 +20,7 @@ int uf_ranges_overlap(const void *a, size_t a_bytes, const void *b, size_t b_byt
 /* Allowed: identical start with equal length, or no overlap at all. */
 int uf_same_or_disjoint(const void *a, const void *b, size_t bytes);
 
+/* Whether a device pointer allows 16-byte vector access (NULL does). */
+int uf_aligned16(const void *p);
+
 #endif

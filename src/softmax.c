@@ -129,11 +129,6 @@ static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t
     return UF_OK;
 }
 
-static int aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15u) == 0;
-}
-
 static int next_pow2(int64_t n)
 {
     int p = 1;
@@ -258,8 +253,8 @@ uf_status uf_softmax_forward(const uf_softmax_desc *desc, const void *x, const v
     a.x = x;
     a.x2 = a.mask_kind != UF_MASK_NONE ? mask : NULL;
     a.out = y;
-    const int mask_vec_ok = a.mask_kind != UF_MASK_ADD_SAME || aligned16(mask);
-    return launch(0, desc, &a, aligned16(x) && aligned16(y) && mask_vec_ok, stream);
+    const int mask_vec_ok = a.mask_kind != UF_MASK_ADD_SAME || uf_aligned16(mask);
+    return launch(0, desc, &a, uf_aligned16(x) && uf_aligned16(y) && mask_vec_ok, stream);
 }
 
 uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const void *dy, void *dx,
@@ -279,5 +274,5 @@ uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const 
     a.x = y;
     a.x2 = dy;
     a.out = dx;
-    return launch(1, desc, &a, aligned16(y) && aligned16(dy) && aligned16(dx), stream);
+    return launch(1, desc, &a, uf_aligned16(y) && uf_aligned16(dy) && uf_aligned16(dx), stream);
 }

@@ -9,9 +9,9 @@
  *   key     = (low 32 bits of seed, high 32 bits of seed)
  *   counter = (low, high 32 bits of i / 4;  low, high 32 bits of offset)
  *   r       = word i % 4 of Philox-4x32-10(counter, key)
- *   keep    = (r >> 8) >= ceil(p * 2^24)   (a 24-bit uniform draw u = (r >> 8) / 2^24, kept when u >= p)
- * Calls with different offsets draw independent masks; a caller advances
- * `offset` (by 1 is enough) between calls that share a seed.
+ *   keep    = (r >> 8) >= ceil(p * 2^24)   (a 24-bit uniform draw u = (r >> 8) / 2^24, kept when u
+ * >= p) Calls with different offsets draw independent masks; a caller advances `offset` (by 1 is
+ * enough) between calls that share a seed.
  */
 #ifndef UNIFUSE_ACTIVATION_H
 #define UNIFUSE_ACTIVATION_H
@@ -109,8 +109,8 @@ uf_status uf_activation_forward(const uf_activation_desc *act, const uf_dropout_
 /*
  * dx = dy * keep / (1 - p) * act'(x): the gradient of uf_activation_forward
  * with the same act and drop (the mask is drawn again from seed and offset).
- * x is not read for the identity, and may then be NULL. A NaN in x gives NaN
- * in dx.
+ * x is not read for the identity, and may then be NULL; otherwise a NaN in x
+ * gives NaN in dx.
  *
  * x, dy, dx: device pointers to `count` elements of dtype; dx may equal dy
  * or x; other overlaps are UF_ERR_ALIAS. Statuses as for the forward pass.

@@ -1,0 +1,282 @@
+/*
+ * The activations as small pure functions, each with its derivative beside
+ * it, in one compute type. Instantiated twice by activation_funcs.h: for
+ * float (UF_AM_T float, math functions with the f suffix) and for double.
+ * Definitions follow torch.nn.functional; the derivative at a breakpoint is
+ * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
+ * are the parameters of uf_activation_desc.
+ */
+#define T UF_AM_T
+#define F(name) UF_AM_NAME(uf_##name)
+
+/* Clamp that lets NaN through (both comparisons are false). */
+UF_FN T F(clamp)(T x, T lo, T hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+UF_FN T F(sigmoid_of)(T x)
+{
+    return (T)1 / ((T)1 + UF_AM(exp)(-x));
+}
+
+UF_FN T F(sigmoid)(T x)
+{
+    return F(sigmoid_of)(x);
+}
+UF_FN T F(d_sigmoid)(T x)
+{
+    const T s = F(sigmoid_of)(x);
+    return s * ((T)1 - s);
+}
+
+/* log(sigmoid(x)) without overflow: min(x, 0) - log1p(exp(-|x|)). */
+UF_FN T F(logsigmoid)(T x)
+{
+    return (x < (T)0 ? x : (T)0) - UF_AM(log1p)(UF_AM(exp)(-UF_AM(fabs)(x)));
+}
+UF_FN T F(d_logsigmoid)(T x)
+{
+    return F(sigmoid_of)(-x);
+}
+
+UF_FN T F(tanh)(T x)
+{
+    return UF_AM(tanh)(x);
+}
+UF_FN T F(d_tanh)(T x)
+{
+    const T t = UF_AM(tanh)(x);
+    return (T)1 - t * t;
+}
+
+UF_FN T F(relu)(T x)
+{
+    return x < (T)0 ? (T)0 : x;
+}
+UF_FN T F(d_relu)(T x) /* 0 at x = 0 */
+{
+    return x > (T)0 ? (T)1 : (T)0;
+}
+
+/* Exact GELU: x * Phi(x). */
+UF_FN T F(gelu)(T x)
+{
+    return (T)0.5 * x * ((T)1 + UF_AM(erf)(x * (T)0.70710678118654752440));
+}
+UF_FN T F(d_gelu)(T x)
+{
+    const T cdf = (T)0.5 * ((T)1 + UF_AM(erf)(x * (T)0.70710678118654752440));
+    const T pdf = (T)0.39894228040143267794 * UF_AM(exp)((T)-0.5 * x * x);
+    return cdf + x * pdf;
+}
+
+/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+UF_FN T F(gelu_tanh)(T x)
+{
+    const T inner = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);
+    return (T)0.5 * x * ((T)1 + UF_AM(tanh)(inner));
+}
+UF_FN T F(d_gelu_tanh)(T x)
+{
+    const T x2 = x * x;
+    const T t = UF_AM(tanh)((T)0.79788456080286535588 * (x + (T)0.044715 * x2 * x));
+    const T sech2 = (T)1 - t * t;
+    /* Where tanh has saturated the second term is exactly 0; computing it
+     * would give 0 * inf for huge |x|. */
+    const T right = sech2 == (T)0 ? (T)0
+                                  : (T)0.5 * x * sech2 * (T)0.79788456080286535588 *
+                                        ((T)1 + (T)(3 * 0.044715) * x2);
+    return (T)0.5 * ((T)1 + t) + right;
+}
+
+UF_FN T F(silu)(T x)
+{
+    return x * F(sigmoid_of)(x);
+}
+UF_FN T F(d_silu)(T x)
+{
+    const T s = F(sigmoid_of)(x);
+    return s * ((T)1 + x * ((T)1 - s));
+}
+
+UF_FN T F(relu6)(T x)
+{
+    return F(clamp)(x, (T)0, (T)6);
+}
+UF_FN T F(d_relu6)(T x) /* PyTorch's relu6 is hardtanh(0, 6): 0 at both ends */
+{
+    return x > (T)0 && x < (T)6 ? (T)1 : (T)0;
+}
+
+UF_FN T F(hardsigmoid)(T x)
+{
+    return F(clamp)(x + (T)3, (T)0, (T)6) / (T)6;
+}
+UF_FN T F(d_hardsigmoid)(T x) /* 0 at +-3 */
+{
+    return x > (T)-3 && x < (T)3 ? (T)1 / (T)6 : (T)0;
+}
+
+UF_FN T F(hardtanh)(T x, T lo, T hi)
+{
+    return F(clamp)(x, lo, hi);
+}
+UF_FN T F(d_hardtanh)(T x, T lo, T hi) /* 0 at both ends */
+{
+    return x > lo && x < hi ? (T)1 : (T)0;
+}
+
+UF_FN T F(hardswish)(T x)
+{
+    return x * F(clamp)(x + (T)3, (T)0, (T)6) / (T)6;
+}
+UF_FN T F(d_hardswish)(T x) /* x/3 + 1/2 on the closed [-3, 3], as PyTorch */
+{
+    return x < (T)-3 ? (T)0 : (x <= (T)3 ? x / (T)3 + (T)0.5 : (T)1);
+}
+
+#define UF_SELU_ALPHA 1.6732632423543772848170429916717
+#define UF_SELU_SCALE 1.0507009873554804934193349852946
+UF_FN T F(selu)(T x)
+{
+    return x > (T)0 ? (T)UF_SELU_SCALE * x : (T)(UF_SELU_SCALE * UF_SELU_ALPHA) * UF_AM(expm1)(x);
+}
+UF_FN T F(d_selu)(T x) /* at 0: the negative side's scale * alpha */
+{
+    return x > (T)0 ? (T)UF_SELU_SCALE : (T)(UF_SELU_SCALE * UF_SELU_ALPHA) * UF_AM(exp)(x);
+}
+
+/* x * tanh(softplus(x)). */
+UF_FN T F(mish)(T x)
+{
+    return x * UF_AM(tanh)(UF_AM(log1p)(UF_AM(exp)(x)));
+}
+UF_FN T F(d_mish)(T x)
+{
+    const T t = UF_AM(tanh)(UF_AM(log1p)(UF_AM(exp)(x)));
+    return t + x * F(sigmoid_of)(x) * ((T)1 - t * t);
+}
+
+/* log1p(exp(beta x)) / beta, and x itself where beta x > threshold. */
+UF_FN T F(softplus)(T x, T beta, T threshold)
+{
+    const T bx = x * beta;
+    return bx > threshold ? x : UF_AM(log1p)(UF_AM(exp)(bx)) / beta;
+}
+UF_FN T F(d_softplus)(T x, T beta, T threshold)
+{
+    /* sigmoid(beta x), which PyTorch writes z / (z + 1) with z = exp(beta x);
+     * that form gives inf / inf once z overflows below the threshold. */
+    const T bx = x * beta;
+    return bx > threshold ? (T)1 : F(sigmoid_of)(bx);
+}
+
+UF_FN T F(softsign)(T x)
+{
+    return x / ((T)1 + UF_AM(fabs)(x));
+}
+UF_FN T F(d_softsign)(T x)
+{
+    const T d = (T)1 + UF_AM(fabs)(x);
+    return (T)1 / (d * d);
+}
+
+UF_FN T F(tanhshrink)(T x)
+{
+    return x - UF_AM(tanh)(x);
+}
+UF_FN T F(d_tanhshrink)(T x)
+{
+    const T t = UF_AM(tanh)(x);
+    return t * t;
+}
+
+UF_FN T F(leaky_relu)(T x, T slope)
+{
+    return x > (T)0 ? x : x * slope;
+}
+UF_FN T F(d_leaky_relu)(T x, T slope) /* the slope at 0 */
+{
+    return x > (T)0 ? (T)1 : slope;
+}
+
+UF_FN T F(elu)(T x, T alpha)
+{
+    return x > (T)0 ? x : alpha * UF_AM(expm1)(x);
+}
+UF_FN T F(d_elu)(T x, T alpha) /* alpha at 0 */
+{
+    return x > (T)0 ? (T)1 : alpha * UF_AM(exp)(x);
+}
+
+UF_FN T F(celu)(T x, T alpha)
+{
+    return x > (T)0 ? x : alpha * UF_AM(expm1)(x / alpha);
+}
+UF_FN T F(d_celu)(T x, T alpha) /* 1 at 0 (exp(0)) */
+{
+    return x > (T)0 ? (T)1 : UF_AM(exp)(x / alpha);
+}
+
+UF_FN T F(hardshrink)(T x, T lambda)
+{
+    return x >= -lambda && x <= lambda ? (T)0 : x;
+}
+/* Both shrinks: 0 inside the closed band [-lambda, lambda]. */
+UF_FN T F(d_shrink)(T x, T lambda)
+{
+    return x >= -lambda && x <= lambda ? (T)0 : (T)1;
+}
+
+UF_FN T F(softshrink)(T x, T lambda)
+{
+    return x > lambda ? x - lambda : (x < -lambda ? x + lambda : (T)0);
+}
+
+/* One activation (forward, or derivative when `grad`) over the
+ * UF_ACT_UNIT values of v, in place; the switch runs once per unit, not per
+ * element. NaN inputs give NaN whatever the function's branches do. */
+UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
+{
+    enum { n = UF_ACT_UNIT };
+    T x[n];
+    UF_UNROLL for (int e = 0; e < n; ++e) x[e] = v[e];
+#define UF_ACT_CASE(KIND, FWD, BWD)                                                                \
+    case KIND:                                                                                     \
+        if (grad)                                                                                  \
+            UF_UNROLL for (int e = 0; e < n; ++e) v[e] = BWD;                                      \
+        else                                                                                       \
+            UF_UNROLL for (int e = 0; e < n; ++e) v[e] = FWD;                                      \
+        break;
+    switch (kind) {
+        UF_ACT_CASE(UF_ACT_IDENTITY, x[e], (T)1)
+        UF_ACT_CASE(UF_ACT_SIGMOID, F(sigmoid)(x[e]), F(d_sigmoid)(x[e]))
+        UF_ACT_CASE(UF_ACT_LOGSIGMOID, F(logsigmoid)(x[e]), F(d_logsigmoid)(x[e]))
+        UF_ACT_CASE(UF_ACT_TANH, F(tanh)(x[e]), F(d_tanh)(x[e]))
+        UF_ACT_CASE(UF_ACT_RELU, F(relu)(x[e]), F(d_relu)(x[e]))
+        UF_ACT_CASE(UF_ACT_GELU, F(gelu)(x[e]), F(d_gelu)(x[e]))
+        UF_ACT_CASE(UF_ACT_GELU_TANH, F(gelu_tanh)(x[e]), F(d_gelu_tanh)(x[e]))
+        UF_ACT_CASE(UF_ACT_SILU, F(silu)(x[e]), F(d_silu)(x[e]))
+        UF_ACT_CASE(UF_ACT_RELU6, F(relu6)(x[e]), F(d_relu6)(x[e]))
+        UF_ACT_CASE(UF_ACT_HARDSIGMOID, F(hardsigmoid)(x[e]), F(d_hardsigmoid)(x[e]))
+        UF_ACT_CASE(UF_ACT_HARDTANH, F(hardtanh)(x[e], a, b), F(d_hardtanh)(x[e], a, b))
+        UF_ACT_CASE(UF_ACT_HARDSWISH, F(hardswish)(x[e]), F(d_hardswish)(x[e]))
+        UF_ACT_CASE(UF_ACT_SELU, F(selu)(x[e]), F(d_selu)(x[e]))
+        UF_ACT_CASE(UF_ACT_MISH, F(mish)(x[e]), F(d_mish)(x[e]))
+        UF_ACT_CASE(UF_ACT_SOFTPLUS, F(softplus)(x[e], a, b), F(d_softplus)(x[e], a, b))
+        UF_ACT_CASE(UF_ACT_SOFTSIGN, F(softsign)(x[e]), F(d_softsign)(x[e]))
+        UF_ACT_CASE(UF_ACT_TANHSHRINK, F(tanhshrink)(x[e]), F(d_tanhshrink)(x[e]))
+        UF_ACT_CASE(UF_ACT_LEAKY_RELU, F(leaky_relu)(x[e], a), F(d_leaky_relu)(x[e], a))
+        UF_ACT_CASE(UF_ACT_ELU, F(elu)(x[e], a), F(d_elu)(x[e], a))
+        UF_ACT_CASE(UF_ACT_CELU, F(celu)(x[e], a), F(d_celu)(x[e], a))
+        UF_ACT_CASE(UF_ACT_HARDSHRINK, F(hardshrink)(x[e], a), F(d_shrink)(x[e], a))
+        UF_ACT_CASE(UF_ACT_SOFTSHRINK, F(softshrink)(x[e], a), F(d_shrink)(x[e], a))
+    default:
+        break;
+    }
+#undef UF_ACT_CASE
+    UF_UNROLL for (int e = 0; e < n; ++e) v[e] = x[e] != x[e] ? x[e] : v[e];
+}
+
+#undef T
+#undef F

@@ -1,0 +1,33 @@
+/*
+ * The dropout decision for one unit of UF_ACT_UNIT elements, shared by every
+ * kernel that drops (activation forward and backward; later the epilogue and
+ * attention): bit e of the result is 1 when element unit * 8 + e is kept.
+ */
+#ifndef UF_DROPOUT_DEVICE_H
+#define UF_DROPOUT_DEVICE_H
+
+#include "kernels/activation_args.h"
+#include "kernels/philox.h"
+
+UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t unit)
+{
+    if (threshold == 0)
+        return 0xffu;
+    unsigned bits = 0;
+    UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4; ++h)
+    {
+        const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)unit * (UF_ACT_UNIT / 4) + h);
+        UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)((r.v[w] >> 8) >= threshold)
+                                                      << (4 * h + w);
+    }
+    return bits;
+}
+
+/* The bits of a unit that hold elements (the last unit may be partial). */
+UF_FN unsigned uf_unit_valid_bits(int64_t count, int64_t first)
+{
+    const int64_t n = count - first;
+    return n >= UF_ACT_UNIT ? 0xffu : (1u << n) - 1u;
+}
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * Philox-4x32-10 (Salmon et al., SC'11), the counter-based generator behind
+ * dropout. Pure integer arithmetic, so every backend produces the same bits;
+ * the element-to-counter rule is stated in src/unifuse/activation.h.
+ */
+#ifndef UF_PHILOX_H
+#define UF_PHILOX_H
+
+#include <stdint.h>
+
+/* The round multipliers and the key schedule's increments (Weyl sequence). */
+#define UF_PHILOX_M0 0xD2511F53u
+#define UF_PHILOX_M1 0xCD9E8D57u
+#define UF_PHILOX_W0 0x9E3779B9u
+#define UF_PHILOX_W1 0xBB67AE85u
+
+/* Four 32-bit draws for one counter. */
+typedef struct uf_philox4 {
+    uint32_t v[4];
+} uf_philox4;
+
+UF_FN uf_philox4 uf_philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
+                                  uint32_t k1)
+{
+    UF_UNROLL for (int round = 0; round < 10; ++round)
+    {
+        const uint64_t p0 = (uint64_t)UF_PHILOX_M0 * c0, p1 = (uint64_t)UF_PHILOX_M1 * c2;
+        const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += UF_PHILOX_W0;
+        k1 += UF_PHILOX_W1;
+    }
+    const uf_philox4 r = {{c0, c1, c2, c3}};
+    return r;
+}
+
+/* The draws for elements 4g .. 4g+3 of a call with this seed and offset. */
+UF_FN uf_philox4 uf_philox_group(uint64_t seed, uint64_t offset, uint64_t g)
+{
+    return uf_philox4x32_10((uint32_t)g, (uint32_t)(g >> 32), (uint32_t)offset,
+                            (uint32_t)(offset >> 32), (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+#endif

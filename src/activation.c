@@ -1,0 +1,208 @@
+/*
+ * uf_activation_forward / _backward and uf_dropout_forward / _backward:
+ * argument checks, the dropout threshold, the choice of scalar or 16-byte
+ * kernels, and the launch.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "checks.h"
+#include "kernels/activation_args.h"
+
+typedef uf_status (*uf_act_launcher)(const uf_launch *, const uf_activation_args *);
+
+/* Indexed [backward][dtype - 1][vectorised]. */
+#define UF_ACT_ROW(pass, dt, vec)                                                                  \
+    {                                                                                              \
+        uf_act_##pass##_##dt##_v1_launch, uf_act_##pass##_##dt##_v##vec##_launch                   \
+    }
+static const uf_act_launcher launchers[2][4][2] = {
+    {UF_ACT_ROW(fwd, f32, 4), UF_ACT_ROW(fwd, f16, 8), UF_ACT_ROW(fwd, bf16, 8),
+     UF_ACT_ROW(fwd, f64, 2)},
+    {UF_ACT_ROW(bwd, f32, 4), UF_ACT_ROW(bwd, f16, 8), UF_ACT_ROW(bwd, bf16, 8),
+     UF_ACT_ROW(bwd, f64, 2)}};
+
+/* Threads per block of the elementwise kernels (a multiple of every warp
+ * width, within every backend's block limit). */
+#define UF_ACT_THREADS 256
+
+static const char *const names[UF_ACT_COUNT] = {
+    "identity",  "sigmoid", "logsigmoid", "tanh",        "relu",       "gelu",
+    "gelu_tanh", "silu",    "relu6",      "hardsigmoid", "hardtanh",   "hardswish",
+    "selu",      "mish",    "softplus",   "softsign",    "tanhshrink", "leaky_relu",
+    "elu",       "celu",    "hardshrink", "softshrink"};
+
+const char *uf_activation_name(uf_activation kind)
+{
+    return (int)kind >= 0 && kind < UF_ACT_COUNT ? names[kind] : NULL;
+}
+
+uf_activation_desc uf_activation_default(uf_activation kind)
+{
+    uf_activation_desc d = {kind, {0, 0}};
+    switch (kind) {
+    case UF_ACT_HARDTANH:
+        d.param[0] = -1;
+        d.param[1] = 1;
+        break;
+    case UF_ACT_SOFTPLUS:
+        d.param[0] = 1;
+        d.param[1] = 20;
+        break;
+    case UF_ACT_LEAKY_RELU:
+        d.param[0] = 0.01;
+        break;
+    case UF_ACT_ELU:
+    case UF_ACT_CELU:
+        d.param[0] = 1;
+        break;
+    case UF_ACT_HARDSHRINK:
+    case UF_ACT_SOFTSHRINK:
+        d.param[0] = 0.5;
+        break;
+    default:
+        break;
+    }
+    return d;
+}
+
+static int finite_f32(double v)
+{
+    return isfinite(v) && fabs(v) <= FLT_MAX;
+}
+
+/* How many parameters each activation reads. */
+static int param_count(uf_activation kind)
+{
+    switch (kind) {
+    case UF_ACT_HARDTANH:
+    case UF_ACT_SOFTPLUS:
+        return 2;
+    case UF_ACT_LEAKY_RELU:
+    case UF_ACT_ELU:
+    case UF_ACT_CELU:
+    case UF_ACT_HARDSHRINK:
+    case UF_ACT_SOFTSHRINK:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static uf_status check_activation(const uf_activation_desc *act, uf_activation_args *a)
+{
+    const uf_activation_desc d = act ? *act : uf_activation_default(UF_ACT_IDENTITY);
+    if ((int)d.kind < 0 || d.kind >= UF_ACT_COUNT)
+        return UF_ERR_BAD_ARGUMENT;
+    const int np = param_count(d.kind);
+    for (int i = 0; i < np; ++i)
+        if (!finite_f32(d.param[i]))
+            return UF_ERR_BAD_VALUE;
+    const double p0 = d.param[0], p1 = d.param[1];
+    if ((d.kind == UF_ACT_HARDTANH && p0 > p1) || (d.kind == UF_ACT_SOFTPLUS && p0 == 0) ||
+        (d.kind == UF_ACT_CELU && p0 == 0) ||
+        ((d.kind == UF_ACT_HARDSHRINK || d.kind == UF_ACT_SOFTSHRINK) && p0 < 0))
+        return UF_ERR_BAD_VALUE;
+    a->kind = d.kind;
+    a->param[0] = np > 0 ? p0 : 0;
+    a->param[1] = np > 1 ? p1 : 0;
+    return UF_OK;
+}
+
+/* The 24-bit threshold and the keep scale of the rule in activation.h. */
+static uf_status check_dropout(const uf_dropout_desc *drop, uf_activation_args *a)
+{
+    const double p = drop ? drop->p : 0.0;
+    if (!(p >= 0.0 && p <= 1.0)) /* also rejects NaN */
+        return UF_ERR_BAD_VALUE;
+    a->threshold = (uint32_t)ceil(p * 16777216.0); /* exact: p * 2^24 only shifts the exponent */
+    a->keep_scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+    a->seed = drop ? drop->seed : 0;
+    a->offset = drop ? drop->offset : 0;
+    return UF_OK;
+}
+
+static int is_act_dtype(uf_dtype d)
+{
+    return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64;
+}
+
+/* Checks shared by both passes: enums, values, count and byte size. */
+static uf_status check_common(const uf_activation_desc *act, const uf_dropout_desc *drop,
+                              uf_dtype dtype, int64_t count, uf_activation_args *a, size_t *bytes)
+{
+    if (!is_act_dtype(dtype))
+        return UF_ERR_BAD_DTYPE;
+    if (count < 0)
+        return UF_ERR_BAD_SHAPE;
+    uf_status st = check_activation(act, a);
+    if (st == UF_OK)
+        st = check_dropout(drop, a);
+    if (st == UF_OK)
+        st = uf_byte_count(count, uf_dtype_size(dtype), bytes);
+    a->count = count;
+    return st;
+}
+
+static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
+                        uf_stream stream)
+{
+    const int64_t per_block = (int64_t)UF_ACT_THREADS * UF_ACT_STEPS * UF_ACT_UNIT;
+    const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream, 0};
+    return launchers[backward][dtype - 1][vec_ok](&l, a);
+}
+
+uf_status uf_activation_forward(const uf_activation_desc *act, const uf_dropout_desc *drop,
+                                uf_dtype dtype, int64_t count, const void *x, void *y,
+                                void *keep_bits, uf_stream stream)
+{
+    uf_activation_args a = {0};
+    size_t bytes = 0;
+    uf_status st = check_common(act, drop, dtype, count, &a, &bytes);
+    if (st != UF_OK || count == 0)
+        return st;
+    if (!x || !y)
+        return UF_ERR_NULL_POINTER;
+    const size_t mask_bytes = (size_t)(count / 8 + (count % 8 != 0));
+    if (!uf_same_or_disjoint(x, y, bytes) ||
+        (keep_bits && (uf_ranges_overlap(keep_bits, mask_bytes, x, bytes) ||
+                       uf_ranges_overlap(keep_bits, mask_bytes, y, bytes))))
+        return UF_ERR_ALIAS;
+    a.x = x;
+    a.out = y;
+    a.keep_bits = keep_bits;
+    return launch(0, dtype, &a, uf_aligned16(x) && uf_aligned16(y), stream);
+}
+
+uf_status uf_activation_backward(const uf_activation_desc *act, const uf_dropout_desc *drop,
+                                 uf_dtype dtype, int64_t count, const void *x, const void *dy,
+                                 void *dx, uf_stream stream)
+{
+    uf_activation_args a = {0};
+    size_t bytes = 0;
+    uf_status st = check_common(act, drop, dtype, count, &a, &bytes);
+    if (st != UF_OK || count == 0)
+        return st;
+    const int reads_x = a.kind != UF_ACT_IDENTITY;
+    if (!dy || !dx || (reads_x && !x))
+        return UF_ERR_NULL_POINTER;
+    if (!uf_same_or_disjoint(dy, dx, bytes) || (reads_x && !uf_same_or_disjoint(x, dx, bytes)))
+        return UF_ERR_ALIAS;
+    a.x = reads_x ? x : NULL;
+    a.dy = dy;
+    a.out = dx;
+    const int vec_ok = uf_aligned16(a.x) && uf_aligned16(dy) && uf_aligned16(dx);
+    return launch(1, dtype, &a, vec_ok, stream);
+}
+
+uf_status uf_dropout_forward(const uf_dropout_desc *drop, uf_dtype dtype, int64_t count,
+                             const void *x, void *y, void *keep_bits, uf_stream stream)
+{
+    return uf_activation_forward(NULL, drop, dtype, count, x, y, keep_bits, stream);
+}
+
+uf_status uf_dropout_backward(const uf_dropout_desc *drop, uf_dtype dtype, int64_t count,
+                              const void *dy, void *dx, uf_stream stream)
+{
+    return uf_activation_backward(NULL, drop, dtype, count, NULL, dy, dx, stream);
+}

@@ -492,8 +492,8 @@ def plot(path, results, copy_gbps, dtypes, modes):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", default="build-cuda/libunifuse.so",
-                   help="the CUDA build's libunifuse.so (default: %(default)s)")
+    p.add_argument("--lib", default="build-cuda/libunifuse-cuda.so",
+                   help="the CUDA build's libunifuse-cuda.so (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     p.add_argument("--dtypes", default="f16,bf16,f32", help="comma list (fp16,bf16,fp32 or f16..)")
     p.add_argument("--sizes", default=None, help="comma list of S (default 512..16384)")

@@ -23,6 +23,27 @@ UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshol
     return bits;
 }
 
+/* Keep bits of the UF_ACT_UNIT elements from index i0 on, for any i0: the
+ * draws of up to three groups, gathered with constant indices so they stay
+ * in registers. */
+UF_FN unsigned uf_dropout_bits_at(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t i0)
+{
+    if (threshold == 0)
+        return 0xffu;
+    const int64_t g0 = i0 / 4;
+    const int shift = (int)(i0 % 4);
+    unsigned wide = 0; /* bit k: element 4 * g0 + k is kept */
+    UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4 + 1; ++h)
+    {
+        if (h == UF_ACT_UNIT / 4 && shift == 0)
+            break;
+        const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)(g0 + h));
+        UF_UNROLL for (int w = 0; w < 4; ++w) wide |= (unsigned)((r.v[w] >> 8) >= threshold)
+                                                      << (4 * h + w);
+    }
+    return (wide >> shift) & 0xffu;
+}
+
 /* The bits of a unit that hold elements (the last unit may be partial). */
 UF_FN unsigned uf_unit_valid_bits(int64_t count, int64_t first)
 {

@@ -6,6 +6,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "activation_checks.h"
 #include "checks.h"
 #include "kernels/activation_args.h"
 
@@ -66,62 +67,6 @@ uf_activation_desc uf_activation_default(uf_activation kind)
     return d;
 }
 
-static int finite_f32(double v)
-{
-    return isfinite(v) && fabs(v) <= FLT_MAX;
-}
-
-/* How many parameters each activation reads. */
-static int param_count(uf_activation kind)
-{
-    switch (kind) {
-    case UF_ACT_HARDTANH:
-    case UF_ACT_SOFTPLUS:
-        return 2;
-    case UF_ACT_LEAKY_RELU:
-    case UF_ACT_ELU:
-    case UF_ACT_CELU:
-    case UF_ACT_HARDSHRINK:
-    case UF_ACT_SOFTSHRINK:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static uf_status check_activation(const uf_activation_desc *act, uf_activation_args *a)
-{
-    const uf_activation_desc d = act ? *act : uf_activation_default(UF_ACT_IDENTITY);
-    if ((int)d.kind < 0 || d.kind >= UF_ACT_COUNT)
-        return UF_ERR_BAD_ARGUMENT;
-    const int np = param_count(d.kind);
-    for (int i = 0; i < np; ++i)
-        if (!finite_f32(d.param[i]))
-            return UF_ERR_BAD_VALUE;
-    const double p0 = d.param[0], p1 = d.param[1];
-    if ((d.kind == UF_ACT_HARDTANH && p0 > p1) || (d.kind == UF_ACT_SOFTPLUS && p0 == 0) ||
-        (d.kind == UF_ACT_CELU && p0 == 0) ||
-        ((d.kind == UF_ACT_HARDSHRINK || d.kind == UF_ACT_SOFTSHRINK) && p0 < 0))
-        return UF_ERR_BAD_VALUE;
-    a->kind = d.kind;
-    a->param[0] = np > 0 ? p0 : 0;
-    a->param[1] = np > 1 ? p1 : 0;
-    return UF_OK;
-}
-
-/* The 24-bit threshold and the keep scale of the rule in activation.h. */
-static uf_status check_dropout(const uf_dropout_desc *drop, uf_activation_args *a)
-{
-    const double p = drop ? drop->p : 0.0;
-    if (!(p >= 0.0 && p <= 1.0)) /* also rejects NaN */
-        return UF_ERR_BAD_VALUE;
-    a->threshold = (uint32_t)ceil(p * 16777216.0); /* exact: p * 2^24 only shifts the exponent */
-    a->keep_scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
-    a->seed = drop ? drop->seed : 0;
-    a->offset = drop ? drop->offset : 0;
-    return UF_OK;
-}
-
 static int is_act_dtype(uf_dtype d)
 {
     return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64;
@@ -135,9 +80,9 @@ static uf_status check_common(const uf_activation_desc *act, const uf_dropout_de
         return UF_ERR_BAD_DTYPE;
     if (count < 0)
         return UF_ERR_BAD_SHAPE;
-    uf_status st = check_activation(act, a);
+    uf_status st = uf_check_activation(act, &a->kind, a->param);
     if (st == UF_OK)
-        st = check_dropout(drop, a);
+        st = uf_check_dropout(drop, &a->threshold, &a->keep_scale, &a->seed, &a->offset);
     if (st == UF_OK)
         st = uf_byte_count(count, uf_dtype_size(dtype), bytes);
     a->count = count;

@@ -21,5 +21,6 @@
 #include "unifuse/core.h"
 #include "unifuse/softmax.h"
 #include "unifuse/activation.h"
+#include "unifuse/epilogue.h"
 
 #endif /* UNIFUSE_H */

@@ -133,6 +133,26 @@ size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtyp
     return bad;
 }
 
+size_t th_compare_sum(const double *got, const double *want, const double *abs_sum, size_t n,
+                      int64_t terms, uf_dtype dtype, const char *what)
+{
+    const th_tol tol = th_tolerance(dtype);
+    const double u = dtype == UF_F64 ? 0x1p-53 : 0x1p-24;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double g = got[i], w = want[i];
+        const double bound = tol.atol + tol.rtol * fabs(w) + (double)terms * u * abs_sum[i];
+        const int ok = (isnan(w) || isnan(g)) ? isnan(w) && isnan(g) : fabs(g - w) <= bound;
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "# %s [%s] element %zu: got %.9g want %.9g (bound %.3g)\n", what,
+                    th_dtype_name(dtype), i, g, w, bound);
+    }
+    if (bad)
+        fprintf(stderr, "# %s [%s]: %zu of %zu sums outside tolerance\n", what,
+                th_dtype_name(dtype), bad, n);
+    return bad;
+}
+
 const char *th_dtype_name(uf_dtype dtype)
 {
     switch (dtype) {

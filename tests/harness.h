@@ -69,6 +69,13 @@ void th_download(double *host, const void *dev, size_t n, uf_dtype dtype);
 size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtype,
                   const char *what);
 
+/* For sums of `terms` values accumulated in dtype's arithmetic type: the
+ * table's tolerance on the result plus the recursive-summation bound
+ * terms * u * abs_sum[i] (u: unit roundoff of fp32, or fp64 for UF_F64),
+ * whatever order the library adds in. */
+size_t th_compare_sum(const double *got, const double *want, const double *abs_sum, size_t n,
+                      int64_t terms, uf_dtype dtype, const char *what);
+
 const char *th_dtype_name(uf_dtype dtype);
 
 /* Largest row length the row-length sweeps use: 1048576, or 65537 when the

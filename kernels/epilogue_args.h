@@ -1,0 +1,57 @@
+/*
+ * Arguments of the epilogue kernels (src/epilogue.c and kernels/epilogue.h).
+ * Both passes walk x as [rows, cols] in tiles: a thread owns UF_ACT_UNIT
+ * consecutive columns of one row slot and steps down a chunk of rows, so a
+ * column's sum over the chunk stays in one thread's registers.
+ */
+#ifndef UF_EPILOGUE_ARGS_H
+#define UF_EPILOGUE_ARGS_H
+
+#include "backend.h"
+
+/* Threads per block: the backward's shared column sums are sized for it. */
+#define UF_EPI_THREADS 256
+
+typedef struct uf_epilogue_args {
+    const void *x, *bias, *scale, *residual, *dy;
+    void *out;       /* forward: y; backward: dx */
+    void *dbias;     /* backward: FULL bias gradient (ROW: through `partial`) */
+    void *dresidual; /* backward: copy of dy */
+    void *partial;   /* backward: per row chunk column sums, [nchunks][2][cols], compute type */
+    void *dvec[2];   /* reduce: ROW dbias and dscale outputs (or NULL) */
+    int64_t rows, cols;
+    int bias_kind, scale_kind, residual_kind; /* uf_operand */
+    int kind;                                 /* uf_activation */
+    double param[2];
+    double scale_value;
+    uint64_t seed, offset;
+    uint32_t threshold;
+    double keep_scale;
+    int tpr;            /* threads across a row (power of two) */
+    int64_t col_tiles;  /* column tiles of tpr * UF_ACT_UNIT columns */
+    int64_t chunk_rows; /* rows per chunk */
+    int64_t nchunks;
+    int vec; /* rows start 16-byte aligned for every full-tensor pointer */
+} uf_epilogue_args;
+
+#define UF_EPI_DECLARE_ONE(pass, dt, vec)                                                          \
+    uf_status uf_epi_##pass##_##dt##_v##vec##_launch(const uf_launch *, const uf_epilogue_args *);
+#define UF_EPI_DECLARE(dt, vec)                                                                    \
+    UF_EPI_DECLARE_ONE(fwd, dt, 1)                                                                 \
+    UF_EPI_DECLARE_ONE(fwd, dt, vec)                                                               \
+    UF_EPI_DECLARE_ONE(bwd, dt, 1)                                                                 \
+    UF_EPI_DECLARE_ONE(bwd, dt, vec)                                                               \
+    UF_EPI_DECLARE_ONE(reduce, dt, 1) UF_EPI_DECLARE_ONE(reduce, dt, vec)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+UF_EPI_DECLARE(f32, 4)
+UF_EPI_DECLARE(f16, 8)
+UF_EPI_DECLARE(bf16, 8)
+UF_EPI_DECLARE(f64, 2)
+#ifdef __cplusplus
+}
+#endif
+
+#endif

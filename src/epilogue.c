@@ -1,0 +1,237 @@
+/*
+ * uf_epilogue_forward / _backward: argument checks, the tiling of [rows,
+ * cols] from the device's size, the backward's reduction scratch, and the
+ * launches.
+ */
+#include <math.h>
+
+#include "activation_checks.h"
+#include "checks.h"
+#include "kernels/activation_args.h"
+#include "kernels/epilogue_args.h"
+
+typedef uf_status (*uf_epi_launcher)(const uf_launch *, const uf_epilogue_args *);
+
+enum { PASS_FWD, PASS_BWD, PASS_REDUCE };
+
+/* Indexed [pass][dtype - 1][vectorised]. */
+#define UF_EPI_ROW(pass, dt, vec)                                                                  \
+    {                                                                                              \
+        uf_epi_##pass##_##dt##_v1_launch, uf_epi_##pass##_##dt##_v##vec##_launch                   \
+    }
+#define UF_EPI_PASS(pass)                                                                          \
+    {                                                                                              \
+        UF_EPI_ROW(pass, f32, 4), UF_EPI_ROW(pass, f16, 8), UF_EPI_ROW(pass, bf16, 8),             \
+            UF_EPI_ROW(pass, f64, 2)                                                               \
+    }
+static const uf_epi_launcher launchers[3][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd),
+                                                   UF_EPI_PASS(reduce)};
+
+/* Logical blocks per block the device holds at once: enough row chunks to
+ * fill it twice over, few enough that the backward's partial sums stay
+ * small. */
+#define UF_EPI_WAVES 2
+
+static int is_float_dtype(uf_dtype d)
+{
+    return d == UF_F32 || d == UF_F16 || d == UF_BF16 || d == UF_F64;
+}
+
+/* Everything both passes check before looking at pointers. */
+static uf_status check_desc(const uf_epilogue_desc *d, const uf_dropout_desc *drop,
+                            uf_epilogue_args *a, size_t *bytes, size_t *vec_bytes)
+{
+    if (!d)
+        return UF_ERR_NULL_POINTER;
+    if (!is_float_dtype(d->dtype))
+        return UF_ERR_BAD_DTYPE;
+    if (d->rows < 0 || d->cols < 0)
+        return UF_ERR_BAD_SHAPE;
+    if ((d->bias != UF_OPERAND_NONE && d->bias != UF_OPERAND_ROW && d->bias != UF_OPERAND_FULL) ||
+        (d->scale != UF_OPERAND_NONE && d->scale != UF_OPERAND_SCALAR &&
+         d->scale != UF_OPERAND_ROW) ||
+        (d->residual != UF_OPERAND_NONE && d->residual != UF_OPERAND_FULL))
+        return UF_ERR_BAD_ARGUMENT;
+    uf_status st = uf_check_activation(&d->act, &a->kind, a->param);
+    if (st == UF_OK)
+        st = uf_check_dropout(drop, &a->threshold, &a->keep_scale, &a->seed, &a->offset);
+    if (st != UF_OK)
+        return st;
+    if (d->scale == UF_OPERAND_SCALAR &&
+        !(d->dtype == UF_F64 ? isfinite(d->scale_value) : uf_finite_f32(d->scale_value)))
+        return UF_ERR_BAD_VALUE;
+    const int64_t shape[2] = {d->rows, d->cols};
+    int64_t count = 0;
+    st = uf_shape_count(shape, 2, &count);
+    if (st == UF_OK)
+        st = uf_byte_count(count, uf_dtype_size(d->dtype), bytes);
+    if (st == UF_OK)
+        st = uf_byte_count(d->cols, uf_dtype_size(d->dtype), vec_bytes);
+    a->rows = d->rows;
+    a->cols = d->cols;
+    a->bias_kind = d->bias;
+    a->scale_kind = d->scale;
+    a->residual_kind = d->residual;
+    a->scale_value = d->scale_value;
+    return st;
+}
+
+static int next_pow2(int64_t n)
+{
+    int p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+/* Threads across a row, column tiles, and row chunks. */
+static uf_status plan(uf_epilogue_args *a, uf_launch *l)
+{
+    uf_device_limits lim;
+    const uf_status st = ufb_device_limits(&lim);
+    if (st != UF_OK)
+        return st;
+    const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
+    a->tpr = units < UF_EPI_THREADS ? next_pow2(units) : UF_EPI_THREADS;
+    a->col_tiles = (units + a->tpr - 1) / a->tpr;
+    const int64_t slots = UF_EPI_THREADS / a->tpr;
+    const int per_mp = lim.max_threads_per_mp / UF_EPI_THREADS;
+    const int64_t target = (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_EPI_WAVES;
+    int64_t chunks = target / a->col_tiles;
+    chunks = chunks < 1 ? 1 : chunks;
+    int64_t rows = (a->rows + chunks - 1) / chunks;
+    a->chunk_rows = (rows + slots - 1) / slots * slots;
+    a->nchunks = (a->rows + a->chunk_rows - 1) / a->chunk_rows;
+    l->blocks = a->nchunks * a->col_tiles;
+    l->threads = UF_EPI_THREADS;
+    return UF_OK;
+}
+
+/* 16-byte accesses need every tensor and vector 16-byte aligned and rows a
+ * whole number of 16-byte words. */
+static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
+{
+    if ((d->cols * (int64_t)uf_dtype_size(d->dtype)) % 16 != 0)
+        return 0;
+    for (int i = 0; i < n; ++i)
+        if (!uf_aligned16(ptrs[i]))
+            return 0;
+    return 1;
+}
+
+uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_desc *drop,
+                              const void *x, const void *bias, const void *scale,
+                              const void *residual, void *y, uf_stream stream)
+{
+    uf_epilogue_args a = {0};
+    size_t bytes = 0, vbytes = 0;
+    uf_status st = check_desc(desc, drop, &a, &bytes, &vbytes);
+    if (st != UF_OK || bytes == 0)
+        return st;
+    a.x = x;
+    a.bias = desc->bias != UF_OPERAND_NONE ? bias : NULL;
+    a.scale = desc->scale == UF_OPERAND_ROW ? scale : NULL;
+    a.residual = desc->residual == UF_OPERAND_FULL ? residual : NULL;
+    a.out = y;
+    if (!x || !y || (desc->bias != UF_OPERAND_NONE && !a.bias) ||
+        (desc->scale == UF_OPERAND_ROW && !a.scale) ||
+        (desc->residual == UF_OPERAND_FULL && !a.residual))
+        return UF_ERR_NULL_POINTER;
+    /* y may replace x, a full bias or the residual element for element;
+     * vectors are read by every row, so y must not touch them. */
+    const size_t bias_bytes = desc->bias == UF_OPERAND_FULL ? bytes : vbytes;
+    if (!uf_same_or_disjoint(x, y, bytes) ||
+        (a.residual && !uf_same_or_disjoint(a.residual, y, bytes)) ||
+        (a.bias &&
+         (desc->bias == UF_OPERAND_FULL ? !uf_same_or_disjoint(a.bias, y, bytes)
+                                        : uf_ranges_overlap(a.bias, bias_bytes, y, bytes))) ||
+        (a.scale && uf_ranges_overlap(a.scale, vbytes, y, bytes)))
+        return UF_ERR_ALIAS;
+    const void *ptrs[] = {x, y, a.bias, a.scale, a.residual};
+    a.vec = vec_ok(desc, ptrs, 5);
+    uf_launch l = {0, 0, stream, 0};
+    st = plan(&a, &l);
+    if (st != UF_OK)
+        return st;
+    return launchers[PASS_FWD][desc->dtype - 1][a.vec](&l, &a);
+}
+
+uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_desc *drop,
+                               const void *x, const void *bias, const void *scale, const void *dy,
+                               void *dx, void *dbias, void *dscale, void *dresidual,
+                               uf_stream stream)
+{
+    uf_epilogue_args a = {0};
+    size_t bytes = 0, vbytes = 0;
+    uf_status st = check_desc(desc, drop, &a, &bytes, &vbytes);
+    if (st != UF_OK || bytes == 0)
+        return st;
+    a.x = x;
+    a.bias = desc->bias != UF_OPERAND_NONE ? bias : NULL;
+    a.scale = desc->scale == UF_OPERAND_ROW ? scale : NULL;
+    a.dy = dy;
+    a.out = dx;
+    if (!x || !dy || !dx || (desc->bias != UF_OPERAND_NONE && !a.bias) ||
+        (desc->scale == UF_OPERAND_ROW && !a.scale))
+        return UF_ERR_NULL_POINTER;
+    void *db = desc->bias != UF_OPERAND_NONE ? dbias : NULL;
+    void *ds = desc->scale == UF_OPERAND_ROW ? dscale : NULL;
+    void *dr = desc->residual == UF_OPERAND_FULL ? dresidual : NULL;
+    /* Outputs: dx may replace dy or x; every other output touches nothing. */
+    const size_t db_bytes = desc->bias == UF_OPERAND_FULL ? bytes : vbytes;
+    const size_t bias_bytes = db_bytes;
+    struct {
+        const void *p;
+        size_t n;
+    } ins[] = {{x, bytes}, {dy, bytes}, {a.bias, bias_bytes}, {a.scale, vbytes}},
+      outs[] = {{dx, bytes}, {db, db_bytes}, {ds, vbytes}, {dr, bytes}};
+    for (int o = 0; o < 4; ++o) {
+        if (!outs[o].p)
+            continue;
+        for (int i = 0; i < 4; ++i) {
+            if (!ins[i].p)
+                continue;
+            const int allowed_same = o == 0 && i < 2; /* dx == x or dx == dy */
+            if (allowed_same ? !uf_same_or_disjoint(ins[i].p, outs[o].p, bytes)
+                             : uf_ranges_overlap(ins[i].p, ins[i].n, outs[o].p, outs[o].n))
+                return UF_ERR_ALIAS;
+        }
+        for (int k = o + 1; k < 4; ++k)
+            if (outs[k].p && uf_ranges_overlap(outs[o].p, outs[o].n, outs[k].p, outs[k].n))
+                return UF_ERR_ALIAS;
+    }
+    a.dbias = desc->bias == UF_OPERAND_FULL ? db : NULL;
+    a.dresidual = dr;
+    const void *ptrs[] = {x, dy, dx, a.bias, a.scale, a.dbias, dr};
+    a.vec = vec_ok(desc, ptrs, 7);
+    uf_launch l = {0, 0, stream, 0};
+    st = plan(&a, &l);
+    if (st != UF_OK)
+        return st;
+    a.dvec[0] = desc->bias == UF_OPERAND_ROW ? db : NULL;
+    a.dvec[1] = ds;
+    const int reduce = a.dvec[0] || a.dvec[1];
+    const size_t acc = desc->dtype == UF_F64 ? 8 : 4;
+    if (reduce) {
+        size_t scratch = 0;
+        st = uf_byte_count(a.nchunks * 2, acc, &scratch);
+        if (st == UF_OK && (size_t)a.cols > SIZE_MAX / (scratch ? scratch : 1))
+            st = UF_ERR_OVERFLOW;
+        if (st == UF_OK)
+            st = ufb_malloc_async(&a.partial, scratch * (size_t)a.cols, stream);
+        if (st != UF_OK)
+            return st;
+    }
+    const uf_epi_launcher *run = launchers[PASS_BWD][desc->dtype - 1];
+    st = run[a.vec](&l, &a);
+    if (reduce) {
+        if (st == UF_OK) {
+            const int64_t col_blocks = (a.cols + UF_EPI_THREADS - 1) / UF_EPI_THREADS;
+            const uf_launch r = {2 * col_blocks, UF_EPI_THREADS, stream, 0};
+            st = launchers[PASS_REDUCE][desc->dtype - 1][0](&r, &a);
+        }
+        const uf_status freed = ufb_free_async(a.partial, stream);
+        st = st != UF_OK ? st : freed;
+    }
+    return st;
+}

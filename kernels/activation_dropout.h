@@ -61,7 +61,7 @@ UF_KERNEL(UF_VNAME(uf_act_fwd), uf_activation_args, a)
                 const int64_t unit = (b * UF_ACT_STEPS + k) * UF_NTHREADS + t;
                 const int64_t i0 = unit * UF_ACT_UNIT;
                 if (i0 >= a.count)
-                    break;
+                    continue;
                 UF_ACT_APPLY(a.kind, 0, p0, p1, v[k]);
                 const unsigned bits = UF_VNAME(uf_act_drop)(&a, unit, v[k]);
                 UF_VNAME(uf_act_store)(a.out, a.count, i0, v[k]);
@@ -92,7 +92,7 @@ UF_KERNEL(UF_VNAME(uf_act_bwd), uf_activation_args, a)
                 const int64_t unit = (b * UF_ACT_STEPS + k) * UF_NTHREADS + t;
                 const int64_t i0 = unit * UF_ACT_UNIT;
                 if (i0 >= a.count)
-                    break;
+                    continue;
                 UF_VNAME(uf_act_drop)(&a, unit, g[k]);
                 if (!identity) {
                     UF_ACT_APPLY(a.kind, 1, p0, p1, v[k]);

@@ -36,7 +36,7 @@ UF_FN unsigned uf_dropout_bits_at(uint64_t seed, uint64_t offset, uint32_t thres
     UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4 + 1; ++h)
     {
         if (h == UF_ACT_UNIT / 4 && shift == 0)
-            break;
+            continue; /* aligned: two groups suffice */
         const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)(g0 + h));
         UF_UNROLL for (int w = 0; w < 4; ++w) wide |= (unsigned)((r.v[w] >> 8) >= threshold)
                                                       << (4 * h + w);

@@ -4,7 +4,8 @@
  * (elements per access: 1, or 16 bytes' worth). This header defines
  *   UF_T        storage type        UF_ACC      compute type
  *   UF_TO_ACC   storage -> compute  UF_FROM_ACC compute -> storage
- *   UF_EXP_ACC  exp in compute type UF_VNAME(base)  base_<dtype>_v<vec>
+ *   UF_EXP_ACC  exp in compute type   UF_SQRT_ACC sqrt in compute type
+ *   UF_VNAME(base)  base_<dtype>_v<vec>
  *   UF_LOADV(dst, p, i) / UF_STOREV(p, i, src): UF_VEC elements at p[i..]
  * dtype_unbind.h removes them again before the next instantiation.
  */
@@ -20,6 +21,7 @@
 #define UF_TO_ACC(v) (v)
 #define UF_FROM_ACC(v) (v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
+#define UF_SQRT_ACC(v) sqrtf(v)
 #elif UF_DT == 2
 #define UF_PAIRED 1
 #define UF_PAIR_TO_ACC(w, out) uf_f16x2_to_f32x2((w), (out))
@@ -30,6 +32,7 @@
 #define UF_TO_ACC(v) uf_f16_to_f32(v)
 #define UF_FROM_ACC(v) uf_f32_to_f16(v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
+#define UF_SQRT_ACC(v) sqrtf(v)
 #elif UF_DT == 3
 #define UF_PAIRED 1
 #define UF_PAIR_TO_ACC(w, out) uf_bf16x2_to_f32x2((w), (out))
@@ -40,6 +43,7 @@
 #define UF_TO_ACC(v) uf_bf16_to_f32(v)
 #define UF_FROM_ACC(v) uf_f32_to_bf16(v)
 #define UF_EXP_ACC(v) UF_EXPF(v)
+#define UF_SQRT_ACC(v) sqrtf(v)
 #elif UF_DT == 4
 #define UF_PAIRED 0
 #define UF_T double
@@ -48,6 +52,7 @@
 #define UF_TO_ACC(v) (v)
 #define UF_FROM_ACC(v) (v)
 #define UF_EXP_ACC(v) UF_EXP(v)
+#define UF_SQRT_ACC(v) sqrt(v)
 #else
 #error "unknown UF_DT"
 #endif

@@ -7,6 +7,7 @@
 #undef UF_TO_ACC
 #undef UF_FROM_ACC
 #undef UF_EXP_ACC
+#undef UF_SQRT_ACC
 #undef UF_LOADV
 #undef UF_STOREV
 #undef UF_PAIRED

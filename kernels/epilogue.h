@@ -1,6 +1,6 @@
 /*
- * The epilogue y = dropout(act(x + bias) * scale) + residual, forward,
- * backward and the backward's column reduction; one instantiation per
+ * The epilogue y = dropout(act(x + bias) * scale) + residual, forward and
+ * backward (whose column sums finish in column_sums.c); one instantiation per
  * (UF_DT, UF_VEC), see epilogue.c and epilogue_args.h for the tiling.
  * Logical block b covers row chunk b / col_tiles and column tile
  * b % col_tiles; thread t owns columns c0 .. c0 + 7 of row slot t / tpr.
@@ -13,29 +13,8 @@
 #define UF_ACT_APPLY uf_act_apply_f32
 #endif
 
-/* Elements c0 .. c0 + 7 of a row (zeros past cols); 16-byte accesses when
- * the launcher found rows aligned and the unit is whole. */
-UF_FN void UF_VNAME(uf_epi_load)(const void *row, int64_t c0, int64_t cols, int vec, UF_ACC *v)
-{
-    const UF_T *p = (const UF_T *)row;
-    if (UF_VEC > 1 && vec && c0 + UF_ACT_UNIT <= cols) {
-        UF_UNROLL for (int q = 0; q < UF_ACT_UNIT; q += UF_VEC) UF_LOADV(&v[q], p, c0 + q);
-    } else {
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] =
-            c0 + e < cols ? UF_TO_ACC(p[c0 + e]) : (UF_ACC)0;
-    }
-}
-
-UF_FN void UF_VNAME(uf_epi_store)(void *row, int64_t c0, int64_t cols, int vec, UF_ACC *v)
-{
-    UF_T *p = (UF_T *)row;
-    if (UF_VEC > 1 && vec && c0 + UF_ACT_UNIT <= cols) {
-        UF_UNROLL for (int q = 0; q < UF_ACT_UNIT; q += UF_VEC) UF_STOREV(p, c0 + q, &v[q]);
-    } else {
-        for (int e = 0; e < UF_ACT_UNIT && c0 + e < cols; ++e)
-            p[c0 + e] = UF_FROM_ACC(v[e]);
-    }
-}
+#include "kernels/column_sums.h"
+#include "kernels/row_access.h"
 
 /* The row-independent operands of a unit: bias and scale vectors (ROW), or
  * the constants standing in for them. */
@@ -43,11 +22,11 @@ UF_FN void UF_VNAME(uf_epi_row_operands)(const uf_epilogue_args *a, int64_t c0, 
                                          UF_ACC *s)
 {
     if (a->bias_kind == UF_OPERAND_ROW)
-        UF_VNAME(uf_epi_load)(a->bias, c0, a->cols, a->vec, b);
+        UF_VNAME(uf_row_load)(a->bias, c0, a->cols, a->vec, b);
     else
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
     if (a->scale_kind == UF_OPERAND_ROW)
-        UF_VNAME(uf_epi_load)(a->scale, c0, a->cols, a->vec, s);
+        UF_VNAME(uf_row_load)(a->scale, c0, a->cols, a->vec, s);
     else
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) s[e] =
             a->scale_kind == UF_OPERAND_SCALAR ? (UF_ACC)a->scale_value : (UF_ACC)1;
@@ -80,9 +59,9 @@ UF_KERNEL(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a)
                  r += UF_NTHREADS / a.tpr) {
                 const int64_t base = r * a.cols;
                 UF_ACC v[UF_ACT_UNIT], res[UF_ACT_UNIT];
-                UF_VNAME(uf_epi_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, v);
+                UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, v);
                 if (a.bias_kind == UF_OPERAND_FULL) {
-                    UF_VNAME(uf_epi_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, res);
+                    UF_VNAME(uf_row_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, res);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += res[e];
                 } else {
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += bias[e];
@@ -91,10 +70,10 @@ UF_KERNEL(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a)
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
                 UF_VNAME(uf_epi_drop)(&a, r, c0, v);
                 if (a.residual_kind == UF_OPERAND_FULL) {
-                    UF_VNAME(uf_epi_load)((const UF_T *)a.residual + base, c0, a.cols, a.vec, res);
+                    UF_VNAME(uf_row_load)((const UF_T *)a.residual + base, c0, a.cols, a.vec, res);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += res[e];
                 }
-                UF_VNAME(uf_epi_store)((UF_T *)a.out + base, c0, a.cols, a.vec, v);
+                UF_VNAME(uf_row_store)((UF_T *)a.out + base, c0, a.cols, a.vec, v);
             }
         }
     }
@@ -106,7 +85,7 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
     const int need_act = a.scale_kind == UF_OPERAND_ROW && a.partial;
     UF_BLOCKS (blk) {
         /* Per-thread column sums, [which][thread][e]: 0 dbias, 1 dscale. */
-        UF_SHARED(UF_ACC, sums, 2 * UF_EPI_THREADS * UF_ACT_UNIT);
+        UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
         const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
         UF_THREADS (t) {
             const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
@@ -119,16 +98,16 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
                  r += UF_NTHREADS / a.tpr) {
                 const int64_t base = r * a.cols;
                 UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], tmp[UF_ACT_UNIT];
-                UF_VNAME(uf_epi_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, z);
+                UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, z);
                 if (a.bias_kind == UF_OPERAND_FULL) {
-                    UF_VNAME(uf_epi_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, tmp);
+                    UF_VNAME(uf_row_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, tmp);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += tmp[e];
                 } else {
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
                 }
-                UF_VNAME(uf_epi_load)((const UF_T *)a.dy + base, c0, a.cols, a.vec, g);
+                UF_VNAME(uf_row_load)((const UF_T *)a.dy + base, c0, a.cols, a.vec, g);
                 if (a.dresidual)
-                    UF_VNAME(uf_epi_store)((UF_T *)a.dresidual + base, c0, a.cols, a.vec, g);
+                    UF_VNAME(uf_row_store)((UF_T *)a.dresidual + base, c0, a.cols, a.vec, g);
                 UF_VNAME(uf_epi_drop)(&a, r, c0, g);
                 if (need_act) {
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) tmp[e] = z[e];
@@ -141,53 +120,20 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
                     g[e] *= scale[e] * z[e];
                     db[e] += g[e];
                 }
-                UF_VNAME(uf_epi_store)((UF_T *)a.out + base, c0, a.cols, a.vec, g);
+                UF_VNAME(uf_row_store)((UF_T *)a.out + base, c0, a.cols, a.vec, g);
                 if (a.dbias)
-                    UF_VNAME(uf_epi_store)((UF_T *)a.dbias + base, c0, a.cols, a.vec, g);
+                    UF_VNAME(uf_row_store)((UF_T *)a.dbias + base, c0, a.cols, a.vec, g);
             }
-            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-            {
-                sums[t * UF_ACT_UNIT + e] = db[e];
-                sums[(UF_EPI_THREADS + t) * UF_ACT_UNIT + e] = ds[e];
-            }
+            UF_VNAME(uf_colsum_publish)(sums, t, db, ds);
         }
         UF_BARRIER();
-        /* The first row slot adds the slots' sums in slot order and writes
-         * the chunk's partial sums. */
         UF_THREADS (t) {
             const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
-            if (!a.partial || t >= a.tpr || c0 >= a.cols)
-                continue;
-            UF_ACC *out = (UF_ACC *)a.partial + chunk * 2 * a.cols;
-            for (int which = 0; which < 2; ++which) {
-                for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {
-                    UF_ACC acc = 0;
-                    for (int s = 0; s < UF_NTHREADS / a.tpr; ++s)
-                        acc += sums[(which * UF_EPI_THREADS + s * a.tpr + t) * UF_ACT_UNIT + e];
-                    out[which * a.cols + c0 + e] = acc;
-                }
-            }
+            if (a.partial && t < a.tpr && c0 < a.cols)
+                UF_VNAME(uf_colsum_combine)
+                (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
         }
         UF_BARRIER();
-    }
-}
-
-/* dvec[which][c] = the sum over chunks, in chunk order, of the partials. */
-UF_KERNEL(UF_VNAME(uf_epi_reduce), uf_epilogue_args, a)
-{
-    const int64_t col_blocks = (a.cols + UF_NTHREADS - 1) / UF_NTHREADS;
-    UF_BLOCKS (blk) {
-        UF_THREADS (t) {
-            const int which = (int)(blk / col_blocks);
-            const int64_t c = (blk % col_blocks) * UF_NTHREADS + t;
-            if (c >= a.cols || !a.dvec[which])
-                continue;
-            const UF_ACC *p = (const UF_ACC *)a.partial + which * a.cols + c;
-            UF_ACC acc = 0;
-            for (int64_t k = 0; k < a.nchunks; ++k)
-                acc += p[k * 2 * a.cols];
-            ((UF_T *)a.dvec[which])[c] = UF_FROM_ACC(acc);
-        }
     }
 }
 

@@ -7,10 +7,7 @@
 #ifndef UF_EPILOGUE_ARGS_H
 #define UF_EPILOGUE_ARGS_H
 
-#include "backend.h"
-
-/* Threads per block: the backward's shared column sums are sized for it. */
-#define UF_EPI_THREADS 256
+#include "kernels/column_sums_args.h"
 
 typedef struct uf_epilogue_args {
     const void *x, *bias, *scale, *residual, *dy;
@@ -18,7 +15,6 @@ typedef struct uf_epilogue_args {
     void *dbias;     /* backward: FULL bias gradient (ROW: through `partial`) */
     void *dresidual; /* backward: copy of dy */
     void *partial;   /* backward: per row chunk column sums, [nchunks][2][cols], compute type */
-    void *dvec[2];   /* reduce: ROW dbias and dscale outputs (or NULL) */
     int64_t rows, cols;
     int bias_kind, scale_kind, residual_kind; /* uf_operand */
     int kind;                                 /* uf_activation */
@@ -40,8 +36,7 @@ typedef struct uf_epilogue_args {
     UF_EPI_DECLARE_ONE(fwd, dt, 1)                                                                 \
     UF_EPI_DECLARE_ONE(fwd, dt, vec)                                                               \
     UF_EPI_DECLARE_ONE(bwd, dt, 1)                                                                 \
-    UF_EPI_DECLARE_ONE(bwd, dt, vec)                                                               \
-    UF_EPI_DECLARE_ONE(reduce, dt, 1) UF_EPI_DECLARE_ONE(reduce, dt, vec)
+    UF_EPI_DECLARE_ONE(bwd, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,12 +7,13 @@
 
 #include "activation_checks.h"
 #include "checks.h"
+#include "column_sums.h"
 #include "kernels/activation_args.h"
 #include "kernels/epilogue_args.h"
 
 typedef uf_status (*uf_epi_launcher)(const uf_launch *, const uf_epilogue_args *);
 
-enum { PASS_FWD, PASS_BWD, PASS_REDUCE };
+enum { PASS_FWD, PASS_BWD };
 
 /* Indexed [pass][dtype - 1][vectorised]. */
 #define UF_EPI_ROW(pass, dt, vec)                                                                  \
@@ -24,13 +25,7 @@ enum { PASS_FWD, PASS_BWD, PASS_REDUCE };
         UF_EPI_ROW(pass, f32, 4), UF_EPI_ROW(pass, f16, 8), UF_EPI_ROW(pass, bf16, 8),             \
             UF_EPI_ROW(pass, f64, 2)                                                               \
     }
-static const uf_epi_launcher launchers[3][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd),
-                                                   UF_EPI_PASS(reduce)};
-
-/* Logical blocks per block the device holds at once: enough row chunks to
- * fill it twice over, few enough that the backward's partial sums stay
- * small. */
-#define UF_EPI_WAVES 2
+static const uf_epi_launcher launchers[2][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd)};
 
 static int is_float_dtype(uf_dtype d)
 {
@@ -76,37 +71,6 @@ static uf_status check_desc(const uf_epilogue_desc *d, const uf_dropout_desc *dr
     return st;
 }
 
-static int next_pow2(int64_t n)
-{
-    int p = 1;
-    while (p < n)
-        p *= 2;
-    return p;
-}
-
-/* Threads across a row, column tiles, and row chunks. */
-static uf_status plan(uf_epilogue_args *a, uf_launch *l)
-{
-    uf_device_limits lim;
-    const uf_status st = ufb_device_limits(&lim);
-    if (st != UF_OK)
-        return st;
-    const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
-    a->tpr = units < UF_EPI_THREADS ? next_pow2(units) : UF_EPI_THREADS;
-    a->col_tiles = (units + a->tpr - 1) / a->tpr;
-    const int64_t slots = UF_EPI_THREADS / a->tpr;
-    const int per_mp = lim.max_threads_per_mp / UF_EPI_THREADS;
-    const int64_t target = (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_EPI_WAVES;
-    int64_t chunks = target / a->col_tiles;
-    chunks = chunks < 1 ? 1 : chunks;
-    int64_t rows = (a->rows + chunks - 1) / chunks;
-    a->chunk_rows = (rows + slots - 1) / slots * slots;
-    a->nchunks = (a->rows + a->chunk_rows - 1) / a->chunk_rows;
-    l->blocks = a->nchunks * a->col_tiles;
-    l->threads = UF_EPI_THREADS;
-    return UF_OK;
-}
-
 /* 16-byte accesses need every tensor and vector 16-byte aligned and rows a
  * whole number of 16-byte words. */
 static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
@@ -150,7 +114,7 @@ uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_des
     const void *ptrs[] = {x, y, a.bias, a.scale, a.residual};
     a.vec = vec_ok(desc, ptrs, 5);
     uf_launch l = {0, 0, stream, 0};
-    st = plan(&a, &l);
+    st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &l);
     if (st != UF_OK)
         return st;
     return launchers[PASS_FWD][desc->dtype - 1][a.vec](&l, &a);
@@ -205,33 +169,19 @@ uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_de
     const void *ptrs[] = {x, dy, dx, a.bias, a.scale, a.dbias, dr};
     a.vec = vec_ok(desc, ptrs, 7);
     uf_launch l = {0, 0, stream, 0};
-    st = plan(&a, &l);
+    st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &l);
     if (st != UF_OK)
         return st;
-    a.dvec[0] = desc->bias == UF_OPERAND_ROW ? db : NULL;
-    a.dvec[1] = ds;
-    const int reduce = a.dvec[0] || a.dvec[1];
-    const size_t acc = desc->dtype == UF_F64 ? 8 : 4;
+    uf_colsum_args sums = {NULL, {desc->bias == UF_OPERAND_ROW ? db : NULL, ds}, a.cols, a.nchunks};
+    const int reduce = sums.out[0] || sums.out[1];
     if (reduce) {
-        size_t scratch = 0;
-        st = uf_byte_count(a.nchunks * 2, acc, &scratch);
-        if (st == UF_OK && (size_t)a.cols > SIZE_MAX / (scratch ? scratch : 1))
-            st = UF_ERR_OVERFLOW;
-        if (st == UF_OK)
-            st = ufb_malloc_async(&a.partial, scratch * (size_t)a.cols, stream);
+        st = uf_colsum_begin(&sums, desc->dtype, stream);
         if (st != UF_OK)
             return st;
+        a.partial = (void *)sums.partial;
     }
-    const uf_epi_launcher *run = launchers[PASS_BWD][desc->dtype - 1];
-    st = run[a.vec](&l, &a);
-    if (reduce) {
-        if (st == UF_OK) {
-            const int64_t col_blocks = (a.cols + UF_EPI_THREADS - 1) / UF_EPI_THREADS;
-            const uf_launch r = {2 * col_blocks, UF_EPI_THREADS, stream, 0};
-            st = launchers[PASS_REDUCE][desc->dtype - 1][0](&r, &a);
-        }
-        const uf_status freed = ufb_free_async(a.partial, stream);
-        st = st != UF_OK ? st : freed;
-    }
+    st = launchers[PASS_BWD][desc->dtype - 1][a.vec](&l, &a);
+    if (reduce)
+        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
     return st;
 }

@@ -22,5 +22,6 @@
 #include "unifuse/softmax.h"
 #include "unifuse/activation.h"
 #include "unifuse/epilogue.h"
+#include "unifuse/norm.h"
 
 #endif /* UNIFUSE_H */

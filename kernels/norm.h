@@ -1,0 +1,275 @@
+/*
+ * LayerNorm / RMSNorm, one instantiation per (UF_DT, UF_VEC); see norm.c
+ * and norm_args.h. Row passes read the row again from cache rather than
+ * holding it, so any cols works with the same code.
+ *
+ * Numerics: LayerNorm sums h - pivot, with pivot the row's first element,
+ * so that a large common offset (mean 1e4, variance 1) costs no precision;
+ * the mean is kept as pivot + d and h - mean computed as (h - pivot) - d.
+ * The backward corrects the stored (rounded) mean the same way: it sums
+ * h - mean as well and subtracts that row's average.
+ */
+#include "kernels/dtype_bind.h"
+
+#include "kernels/column_sums.h"
+#include "kernels/row_access.h"
+
+/* Sums v over the threads of a row group. */
+#define UF_NORM_REDUCE(v)                                                                          \
+    do {                                                                                           \
+        if (a.group <= UF_WARP)                                                                    \
+            UF_WARP_SUM(v, a.group);                                                               \
+        else                                                                                       \
+            UF_BLOCK_SUM(v);                                                                       \
+    } while (0)
+
+/* h = x (+ residual) for one unit of a row. */
+UF_FN void UF_VNAME(uf_norm_load_h)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC *h)
+{
+    UF_VNAME(uf_row_load)((const UF_T *)a->x + base, c0, a->cols, a->vec, h);
+    if (a->residual) {
+        UF_ACC r[UF_ACT_UNIT];
+        UF_VNAME(uf_row_load)((const UF_T *)a->residual + base, c0, a->cols, a->vec, r);
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] += r[e];
+    }
+}
+
+/* The row's first h, the LayerNorm pivot. */
+UF_FN UF_ACC UF_VNAME(uf_norm_pivot)(const uf_norm_args *a, int64_t base)
+{
+    UF_ACC p = UF_TO_ACC(((const UF_T *)a->x)[base]);
+    if (a->residual)
+        p += UF_TO_ACC(((const UF_T *)a->residual)[base]);
+    return p;
+}
+
+/* Weight and bias of a unit; 1 and 0 where absent (the backward passes no
+ * bias). */
+UF_FN void UF_VNAME(uf_norm_affine)(const uf_norm_args *a, int64_t c0, UF_ACC *w, UF_ACC *b)
+{
+    if (a->weight)
+        UF_VNAME(uf_row_load)(a->weight, c0, a->cols, a->vec, w);
+    else
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) w[e] = 1;
+    if (a->bias)
+        UF_VNAME(uf_row_load)(a->bias, c0, a->cols, a->vec, b);
+    else
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
+}
+
+UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    const int rows_per_block = UF_NTHREADS / a.group;
+    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
+    UF_BLOCKS (b) {
+        UF_EXCLUSIVE(UF_ACC, pivot);
+        UF_EXCLUSIVE(UF_ACC, s);
+        UF_EXCLUSIVE(UF_ACC, d); /* LayerNorm: mean - pivot */
+        /* Pass 1: sum of h - pivot (LayerNorm) or of h^2 (RMSNorm). */
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            UF_ACC acc = 0, p = 0;
+            if (row < a.rows) {
+                const int64_t base = row * a.cols;
+                p = layer ? UF_VNAME(uf_norm_pivot)(&a, base) : (UF_ACC)0;
+                for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                     c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                    UF_ACC h[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                    {
+                        const UF_ACC v = c0 + e < a.cols ? h[e] - p : (UF_ACC)0;
+                        acc += layer ? v : v * v;
+                    }
+                }
+            }
+            UF_X(pivot) = p;
+            UF_X(s) = acc;
+        }
+        UF_NORM_REDUCE(s);
+        /* Pass 2 (LayerNorm): sum of (h - mean)^2. */
+        if (layer) {
+            UF_THREADS (t) {
+                const int64_t row = b * rows_per_block + t / a.group;
+                const UF_ACC dm = UF_X(s) * inv_n, p = UF_X(pivot);
+                UF_ACC acc = 0;
+                if (row < a.rows) {
+                    const int64_t base = row * a.cols;
+                    for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                         c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                        UF_ACC h[UF_ACT_UNIT];
+                        UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                        {
+                            const UF_ACC v = c0 + e < a.cols ? (h[e] - p) - dm : (UF_ACC)0;
+                            acc += v * v;
+                        }
+                    }
+                }
+                UF_X(d) = dm;
+                UF_X(s) = acc;
+            }
+            UF_NORM_REDUCE(s);
+        }
+        /* Pass 3: statistics and y. */
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            if (row >= a.rows)
+                continue;
+            const int64_t base = row * a.cols;
+            const UF_ACC p = layer ? UF_X(pivot) : (UF_ACC)0, dm = layer ? UF_X(d) : (UF_ACC)0;
+            const UF_ACC rstd = (UF_ACC)1 / UF_SQRT_ACC(UF_X(s) * inv_n + (UF_ACC)a.eps);
+            if (t % a.group == 0) {
+                if (a.mean)
+                    ((UF_ACC *)a.mean)[row] = p + dm;
+                if (a.rstd)
+                    ((UF_ACC *)a.rstd)[row] = rstd;
+            }
+            for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                 c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
+                UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                if (a.h_out)
+                    UF_VNAME(uf_row_store)((UF_T *)a.h_out + base, c0, a.cols, a.vec, h);
+                UF_VNAME(uf_norm_affine)(&a, c0, w, bias);
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
+                    ((h[e] - p) - dm) * rstd * w[e] + bias[e];
+                UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, h);
+            }
+        }
+    }
+}
+
+/* One unit of the backward: h - mean (stored mean), dy, g = dy * weight. */
+UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC mean,
+                                      UF_ACC *hc, UF_ACC *dy, UF_ACC *g)
+{
+    UF_VNAME(uf_row_load)((const UF_T *)a->x + base, c0, a->cols, a->vec, hc);
+    UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, dy);
+    UF_ACC unused[UF_ACT_UNIT];
+    UF_VNAME(uf_norm_affine)(a, c0, g, unused);
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+    {
+        hc[e] -= mean;
+        g[e] *= dy[e];
+    }
+}
+
+UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    const int rows_per_block = UF_NTHREADS / a.group;
+    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
+    UF_BLOCKS (b) {
+        /* Sums of hc = h - mean, g, g * hc (LayerNorm) or g * h (RMSNorm). */
+        UF_EXCLUSIVE(UF_ACC, s_h);
+        UF_EXCLUSIVE(UF_ACC, s_g);
+        UF_EXCLUSIVE(UF_ACC, s_gh);
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            UF_ACC sh = 0, sg = 0, sgh = 0;
+            if (row < a.rows) {
+                const int64_t base = row * a.cols;
+                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                     c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                    UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                    {
+                        if (c0 + e < a.cols) {
+                            sh += hc[e];
+                            sg += g[e];
+                            sgh += g[e] * hc[e];
+                        }
+                    }
+                }
+            }
+            UF_X(s_h) = sh;
+            UF_X(s_g) = sg;
+            UF_X(s_gh) = sgh;
+        }
+        if (layer) {
+            UF_NORM_REDUCE(s_h);
+            UF_NORM_REDUCE(s_g);
+        }
+        UF_NORM_REDUCE(s_gh);
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            if (row >= a.rows)
+                continue;
+            const int64_t base = row * a.cols;
+            const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+            const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[row];
+            /* delta: the true mean minus the stored one. */
+            const UF_ACC delta = layer ? UF_X(s_h) * inv_n : (UF_ACC)0;
+            const UF_ACC mean_g = layer ? UF_X(s_g) * inv_n : (UF_ACC)0;
+            /* mean(g * hhat) with hhat = (hc - delta) * rstd */
+            const UF_ACC mean_ghat = rstd * (UF_X(s_gh) - delta * UF_X(s_g)) * inv_n;
+            if (a.shift && t % a.group == 0)
+                ((UF_ACC *)a.shift)[row] = delta;
+            for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                 c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], extra[UF_ACT_UNIT];
+                UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
+                if (a.dh_extra)
+                    UF_VNAME(uf_row_load)
+                    ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                {
+                    const UF_ACC hhat = (hc[e] - delta) * rstd;
+                    dy[e] = rstd * (g[e] - mean_g - hhat * mean_ghat);
+                    if (a.dh_extra)
+                        dy[e] += extra[e];
+                }
+                UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, dy);
+            }
+        }
+    }
+}
+
+/* Column sums of dy * hhat (dweight) and dy (dbias) per row chunk. */
+UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    UF_BLOCKS (blk) {
+        UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
+        const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
+        UF_THREADS (t) {
+            const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
+            const int64_t r_end =
+                (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
+            UF_ACC dw[UF_ACT_UNIT], db[UF_ACT_UNIT];
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) dw[e] = db[e] = 0;
+            for (int64_t r = chunk * a.chunk_rows + t / a.tpr; c0 < a.cols && r < r_end;
+                 r += UF_NTHREADS / a.tpr) {
+                const int64_t base = r * a.cols;
+                /* (h - stored mean) - shift: the row's exact centring. */
+                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[r] : (UF_ACC)0;
+                const UF_ACC shift = layer ? ((const UF_ACC *)a.shift)[r] : (UF_ACC)0;
+                const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[r];
+                UF_ACC h[UF_ACT_UNIT], dy[UF_ACT_UNIT];
+                UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, h);
+                UF_VNAME(uf_row_load)((const UF_T *)a.dy + base, c0, a.cols, a.vec, dy);
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                {
+                    dw[e] += dy[e] * (((h[e] - mean) - shift) * rstd);
+                    db[e] += dy[e];
+                }
+            }
+            UF_VNAME(uf_colsum_publish)(sums, t, dw, db);
+        }
+        UF_BARRIER();
+        UF_THREADS (t) {
+            const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
+            if (t < a.tpr && c0 < a.cols)
+                UF_VNAME(uf_colsum_combine)
+                (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
+        }
+        UF_BARRIER();
+    }
+}
+
+#undef UF_NORM_REDUCE
+#include "kernels/dtype_unbind.h"

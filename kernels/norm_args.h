@@ -1,0 +1,51 @@
+/*
+ * Arguments of the LayerNorm / RMSNorm kernels (src/norm.c and
+ * kernels/norm.h). Rows are handled by `group` threads each (a power of
+ * two: up to a warp with several rows per block, or the whole block); the
+ * backward's column sums use the tiling of the epilogue (tpr threads across
+ * a row, row chunks) and kernels/column_sums_args.h.
+ */
+#ifndef UF_NORM_ARGS_H
+#define UF_NORM_ARGS_H
+
+#include "kernels/column_sums_args.h"
+
+typedef struct uf_norm_args {
+    const void *x, *residual, *weight, *bias; /* forward inputs (backward: x is h) */
+    const void *dy, *dh_extra;                /* backward inputs */
+    const void *mean_in, *rstd_in;            /* backward: the forward's statistics */
+    void *y;                                  /* forward: y; backward: dx */
+    void *h_out, *mean, *rstd;                /* forward outputs (optional) */
+    void *shift;   /* backward: per row, mean correction for the column pass */
+    void *partial; /* backward: column sums, see column_sums_args.h */
+    int64_t rows, cols;
+    int kind; /* uf_norm_kind */
+    int has_weight, has_bias;
+    double eps;
+    int group; /* threads per row */
+    int vec;   /* every row of every tensor allows 16-byte access */
+    int tpr;   /* column pass: threads across a row */
+    int64_t col_tiles, chunk_rows, nchunks;
+} uf_norm_args;
+
+#define UF_NORM_DECLARE_ONE(pass, dt, vec)                                                         \
+    uf_status uf_norm_##pass##_##dt##_v##vec##_launch(const uf_launch *, const uf_norm_args *);
+#define UF_NORM_DECLARE(dt, vec)                                                                   \
+    UF_NORM_DECLARE_ONE(fwd, dt, 1)                                                                \
+    UF_NORM_DECLARE_ONE(fwd, dt, vec)                                                              \
+    UF_NORM_DECLARE_ONE(bwd, dt, 1)                                                                \
+    UF_NORM_DECLARE_ONE(bwd, dt, vec)                                                              \
+    UF_NORM_DECLARE_ONE(cols, dt, 1) UF_NORM_DECLARE_ONE(cols, dt, vec)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+UF_NORM_DECLARE(f32, 4)
+UF_NORM_DECLARE(f16, 8)
+UF_NORM_DECLARE(bf16, 8)
+UF_NORM_DECLARE(f64, 2)
+#ifdef __cplusplus
+}
+#endif
+
+#endif

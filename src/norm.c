@@ -1,0 +1,228 @@
+/*
+ * uf_norm_forward / uf_norm_backward: argument checks, threads per row from
+ * the row length and the device, the backward's scratch (mean corrections
+ * and column partial sums), and the launches.
+ */
+#include <math.h>
+
+#include "checks.h"
+#include "column_sums.h"
+#include "kernels/activation_args.h"
+#include "kernels/norm_args.h"
+
+typedef uf_status (*uf_norm_launcher)(const uf_launch *, const uf_norm_args *);
+
+enum { PASS_FWD, PASS_BWD, PASS_COLS };
+
+/* Indexed [pass][dtype - 1][vectorised]. */
+#define UF_NORM_ROW(pass, dt, vec)                                                                 \
+    {                                                                                              \
+        uf_norm_##pass##_##dt##_v1_launch, uf_norm_##pass##_##dt##_v##vec##_launch                 \
+    }
+#define UF_NORM_PASS(pass)                                                                         \
+    {                                                                                              \
+        UF_NORM_ROW(pass, f32, 4), UF_NORM_ROW(pass, f16, 8), UF_NORM_ROW(pass, bf16, 8),          \
+            UF_NORM_ROW(pass, f64, 2)                                                              \
+    }
+static const uf_norm_launcher launchers[3][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(bwd),
+                                                    UF_NORM_PASS(cols)};
+
+/* Byte sizes of one call's operands. */
+typedef struct sizes {
+    size_t tensor, vector, stats;
+} sizes;
+
+static uf_status check_desc(const uf_norm_desc *d, uf_norm_args *a, sizes *z)
+{
+    if (!d)
+        return UF_ERR_NULL_POINTER;
+    if (d->dtype != UF_F32 && d->dtype != UF_F16 && d->dtype != UF_BF16 && d->dtype != UF_F64)
+        return UF_ERR_BAD_DTYPE;
+    if (d->rows < 0 || d->cols < 0)
+        return UF_ERR_BAD_SHAPE;
+    if ((d->kind != UF_NORM_LAYER && d->kind != UF_NORM_RMS) ||
+        (d->kind == UF_NORM_RMS && d->has_bias))
+        return UF_ERR_BAD_ARGUMENT;
+    if (!(d->eps >= 0) || !isfinite(d->eps))
+        return UF_ERR_BAD_VALUE;
+    const int64_t shape[2] = {d->rows, d->cols};
+    int64_t count = 0;
+    uf_status st = uf_shape_count(shape, 2, &count);
+    const size_t es = uf_dtype_size(d->dtype);
+    if (st == UF_OK)
+        st = uf_byte_count(count, es, &z->tensor);
+    if (st == UF_OK)
+        st = uf_byte_count(d->cols, es, &z->vector);
+    if (st == UF_OK)
+        st = uf_byte_count(d->rows, d->dtype == UF_F64 ? 8 : 4, &z->stats);
+    a->rows = d->rows;
+    a->cols = d->cols;
+    a->kind = d->kind;
+    a->has_weight = d->has_weight != 0;
+    a->has_bias = d->has_bias != 0;
+    a->eps = d->eps;
+    return st;
+}
+
+/* Threads per row and block shape: up to a warp per row with several rows
+ * per block, or one row per block of up to the largest block. */
+static uf_status plan_rows(uf_norm_args *a, uf_launch *l)
+{
+    uf_device_limits lim;
+    const uf_status st = ufb_device_limits(&lim);
+    if (st != UF_OK)
+        return st;
+    const int warp = lim.warp_size;
+    const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
+                                ? lim.max_threads_per_block / warp * warp
+                                : UF_BLOCK_LIMIT;
+    const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
+    int group = 1;
+    while (group < units && group < max_threads)
+        group *= 2;
+    a->group = group;
+    l->threads = group <= warp ? (4 * warp <= max_threads ? 4 * warp : warp) : group;
+    const int64_t rows_per_block = l->threads / group;
+    l->blocks = (a->rows + rows_per_block - 1) / rows_per_block;
+    return UF_OK;
+}
+
+static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
+{
+    if ((d->cols * (int64_t)uf_dtype_size(d->dtype)) % 16 != 0)
+        return 0;
+    for (int i = 0; i < n; ++i)
+        if (!uf_aligned16(ptrs[i]))
+            return 0;
+    return 1;
+}
+
+uf_status uf_norm_forward(const uf_norm_desc *desc, const void *x, const void *residual,
+                          const void *weight, const void *bias, void *y, void *h_out, void *mean,
+                          void *rstd, uf_stream stream)
+{
+    uf_norm_args a = {0};
+    sizes z = {0, 0, 0};
+    uf_status st = check_desc(desc, &a, &z);
+    if (st != UF_OK || z.tensor == 0)
+        return st;
+    a.x = x;
+    a.residual = desc->add_residual ? residual : NULL;
+    a.weight = a.has_weight ? weight : NULL;
+    a.bias = a.has_bias ? bias : NULL;
+    a.y = y;
+    a.h_out = h_out;
+    a.mean = desc->kind == UF_NORM_LAYER ? mean : NULL;
+    a.rstd = rstd;
+    if (!x || !y || (desc->add_residual && !a.residual) || (a.has_weight && !a.weight) ||
+        (a.has_bias && !a.bias))
+        return UF_ERR_NULL_POINTER;
+    /* y and h_out may replace x or the residual element for element; the
+     * vectors and statistics must be apart from every output. */
+    const struct {
+        const void *p;
+        size_t n;
+    } outs[] = {{y, z.tensor}, {h_out, z.tensor}, {a.mean, z.stats}, {a.rstd, z.stats}},
+      vecs[] = {{a.weight, z.vector}, {a.bias, z.vector}};
+    for (int o = 0; o < 4; ++o) {
+        if (!outs[o].p)
+            continue;
+        const int full = o < 2;
+        if ((full && !(uf_same_or_disjoint(x, outs[o].p, z.tensor) &&
+                       (!a.residual || uf_same_or_disjoint(a.residual, outs[o].p, z.tensor)))) ||
+            (!full &&
+             (uf_ranges_overlap(x, z.tensor, outs[o].p, outs[o].n) ||
+              (a.residual && uf_ranges_overlap(a.residual, z.tensor, outs[o].p, outs[o].n)))))
+            return UF_ERR_ALIAS;
+        for (int v = 0; v < 2; ++v)
+            if (vecs[v].p && uf_ranges_overlap(vecs[v].p, vecs[v].n, outs[o].p, outs[o].n))
+                return UF_ERR_ALIAS;
+        for (int k = o + 1; k < 4; ++k)
+            if (outs[k].p && uf_ranges_overlap(outs[o].p, outs[o].n, outs[k].p, outs[k].n))
+                return UF_ERR_ALIAS;
+    }
+    const void *ptrs[] = {x, a.residual, a.weight, a.bias, y, h_out};
+    a.vec = vec_ok(desc, ptrs, 6);
+    uf_launch l = {0, 0, stream, 0};
+    st = plan_rows(&a, &l);
+    if (st != UF_OK)
+        return st;
+    return launchers[PASS_FWD][desc->dtype - 1][a.vec](&l, &a);
+}
+
+uf_status uf_norm_backward(const uf_norm_desc *desc, const void *h, const void *weight,
+                           const void *mean, const void *rstd, const void *dy, const void *dh_extra,
+                           void *dx, void *dweight, void *dbias, uf_stream stream)
+{
+    uf_norm_args a = {0};
+    sizes z = {0, 0, 0};
+    uf_status st = check_desc(desc, &a, &z);
+    if (st != UF_OK || z.tensor == 0)
+        return st;
+    const int layer = desc->kind == UF_NORM_LAYER;
+    void *dw = a.has_weight ? dweight : NULL, *db = a.has_bias ? dbias : NULL;
+    a.x = h;
+    a.weight = a.has_weight ? weight : NULL;
+    a.mean_in = layer ? mean : NULL;
+    a.rstd_in = rstd;
+    a.dy = dy;
+    a.dh_extra = dh_extra;
+    a.y = dx;
+    if (!h || !dy || !dx || !rstd || (layer && !mean) || (a.has_weight && !a.weight))
+        return UF_ERR_NULL_POINTER;
+    /* dx may replace dy or dh_extra, unless the column sums still need dy
+     * after dx is written. */
+    const int columns = dw || db;
+    const struct {
+        const void *p;
+        size_t n;
+    } ins[] = {{h, z.tensor},        {dy, z.tensor},       {dh_extra, z.tensor},
+               {a.weight, z.vector}, {a.mean_in, z.stats}, {rstd, z.stats}},
+      outs[] = {{dx, z.tensor}, {dw, z.vector}, {db, z.vector}};
+    for (int o = 0; o < 3; ++o) {
+        if (!outs[o].p)
+            continue;
+        for (int i = 0; i < 6; ++i) {
+            if (!ins[i].p)
+                continue;
+            const int may_equal = o == 0 && (i == 2 || (i == 1 && !columns));
+            if (may_equal ? !uf_same_or_disjoint(ins[i].p, outs[o].p, z.tensor)
+                          : uf_ranges_overlap(ins[i].p, ins[i].n, outs[o].p, outs[o].n))
+                return UF_ERR_ALIAS;
+        }
+        for (int k = o + 1; k < 3; ++k)
+            if (outs[k].p && uf_ranges_overlap(outs[o].p, outs[o].n, outs[k].p, outs[k].n))
+                return UF_ERR_ALIAS;
+    }
+    const void *ptrs[] = {h, a.weight, dy, dh_extra, dx};
+    a.vec = vec_ok(desc, ptrs, 5);
+    uf_launch l = {0, 0, stream, 0};
+    st = plan_rows(&a, &l);
+    if (st != UF_OK)
+        return st;
+    uf_colsum_args sums = {NULL, {dw, db}, a.cols, 0};
+    uf_launch lc = {0, 0, stream, 0};
+    if (columns) {
+        st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &lc);
+        sums.nchunks = a.nchunks;
+        if (st == UF_OK && layer)
+            st = ufb_malloc_async(&a.shift, z.stats, stream);
+        if (st != UF_OK)
+            return st;
+        st = uf_colsum_begin(&sums, desc->dtype, stream);
+        if (st != UF_OK) {
+            ufb_free_async(a.shift, stream);
+            return st;
+        }
+        a.partial = (void *)sums.partial;
+    }
+    st = launchers[PASS_BWD][desc->dtype - 1][a.vec](&l, &a);
+    if (columns) {
+        if (st == UF_OK)
+            st = launchers[PASS_COLS][desc->dtype - 1][a.vec](&lc, &a);
+        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
+        const uf_status freed = a.shift ? ufb_free_async(a.shift, stream) : UF_OK;
+        st = st != UF_OK ? st : freed;
+    }
+    return st;
+}

@@ -14,6 +14,8 @@ mkdir -p "$out"
 stages=${*:-test sanitize bench torch}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 status=0
+# Names the activation results with the commit measured.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$out/summary.txt"; }
 
@@ -40,9 +42,11 @@ for stage in $stages; do
   sanitize)
     # test_softmax_args makes no device call (its checks come first), so the
     # sanitizer has nothing to instrument there.
-    for tool in memcheck racecheck synccheck; do
-      for t in build-gpu/tests/test_runtime build-gpu/tests/test_softmax_forward \
-        build-gpu/tests/test_softmax_backward; do
+    # UF_SAN_TOOLS / UF_SAN_TESTS narrow a run that must fit a time limit.
+    for tool in ${UF_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      for t in ${UF_SAN_TESTS:-runtime softmax_forward softmax_backward activation dropout concurrency}; do
+        t=build-gpu/tests/test_$t
+        [ -x "$t" ] || { echo "no $t" | tee -a "$out/summary.txt"; continue; }
         log "compute-sanitizer $tool $(basename "$t") (UF_TEST_QUICK=1)"
         UF_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" \
           >"$out/san.tmp" 2>&1
@@ -59,12 +63,20 @@ for stage in $stages; do
     log "unifuse-bench-softmax"
     build-gpu/bench/unifuse-bench-softmax --json "$out/bench_softmax_h200.json" \
       2>&1 | tee "$out/bench.log" | tail -80 || status=1
+    log "unifuse-bench-activation"
+    build-gpu/bench/unifuse-bench-activation --json "$out/bench_activation_h200_$commit.json" \
+      2>&1 | tee "$out/bench_activation.log" | tail -60 || status=1
     ;;
   torch)
     log "compare_torch.py"
-    python3 bench/compare_torch.py --lib build-gpu/libunifuse.so \
+    python3 bench/compare_torch.py --lib build-gpu/libunifuse-cuda.so \
       --out-json "$out/torch_softmax_h200.json" --out-png "$out/torch_softmax_h200.png" \
       2>&1 | tee "$out/torch.log" | tail -80 || status=1
+    log "compare_torch_activation.py"
+    python3 bench/compare_torch_activation.py --lib build-gpu/libunifuse-cuda.so \
+      --out-json "$out/torch_activation_h200_$commit.json" \
+      --out-png "$out/torch_activation_h200_$commit.png" \
+      2>&1 | tee "$out/torch_activation.log" | tail -80 || status=1
     ;;
   esac
 done

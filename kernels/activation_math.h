@@ -130,9 +130,9 @@ UF_FN T F(hardswish)(T x)
 {
     return x * F(clamp)(x + (T)3, (T)0, (T)6) / (T)6;
 }
-UF_FN T F(d_hardswish)(T x) /* x/3 + 1/2 on the closed [-3, 3], as PyTorch */
+UF_FN T F(d_hardswish)(T x) /* 0 at -3 and 1 at +3, as PyTorch 2.x */
 {
-    return x < (T)-3 ? (T)0 : (x <= (T)3 ? x / (T)3 + (T)0.5 : (T)1);
+    return x <= (T)-3 ? (T)0 : (x < (T)3 ? x / (T)3 + (T)0.5 : (T)1);
 }
 
 #define UF_SELU_ALPHA 1.6732632423543772848170429916717

@@ -89,11 +89,23 @@ static uf_status check_common(const uf_activation_desc *act, const uf_dropout_de
     return st;
 }
 
+/* A persistent grid of this many times the blocks the device holds at once,
+ * each looping over logical blocks: short-lived blocks of 16-bit data spent
+ * their time being scheduled (H200: f16 relu forward at 68% of copy with one
+ * block per 4096 elements). */
+#define UF_ACT_WAVES 4
+
 static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
                         uf_stream stream)
 {
+    uf_device_limits lim;
+    const uf_status st = ufb_device_limits(&lim);
+    if (st != UF_OK)
+        return st;
+    const int per_mp = lim.max_threads_per_mp / UF_ACT_THREADS;
     const int64_t per_block = (int64_t)UF_ACT_THREADS * UF_ACT_STEPS * UF_ACT_UNIT;
-    const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream, 0};
+    const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
+                         (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES};
     return launchers[backward][dtype - 1][vec_ok](&l, a);
 }
 

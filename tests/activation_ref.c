@@ -101,7 +101,7 @@ double ar_derivative(uf_activation kind, double a, double b, double x)
     case UF_ACT_HARDTANH:
         return x > a && x < b;
     case UF_ACT_HARDSWISH:
-        return x < -3 ? 0 : (x > 3 ? 1 : (2 * x + 3) / 6);
+        return x <= -3 ? 0 : (x >= 3 ? 1 : (2 * x + 3) / 6);
     case UF_ACT_SELU:
         return x > 0 ? selu_lambda : selu_lambda * selu_alpha * exp(x);
     case UF_ACT_MISH: {

@@ -9,6 +9,8 @@
  */
 #include "kernels/dtype_bind.h"
 
+#define UF_ACT_STEPS UF_ACT_STEPS_FOR((int)sizeof(UF_T))
+
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
 #else
@@ -105,4 +107,5 @@ UF_KERNEL(UF_VNAME(uf_act_bwd), uf_activation_args, a)
 }
 
 #undef UF_ACT_APPLY
+#undef UF_ACT_STEPS
 #include "kernels/dtype_unbind.h"

@@ -1,7 +1,9 @@
 /*
  * unifuse-demo: shows the library doing its main job. It prints the device,
  * runs a small scaled masked softmax forward and backward checked against a
- * float64 reference computed here, then times one larger case per dtype.
+ * float64 reference computed here, then times one larger case per dtype;
+ * then the same for the fused activation + dropout, epilogue and LayerNorm
+ * (demo_fused.c).
  *
  * Exit status: 0 on success, 1 when a call fails or an error is out of
  * tolerance, 77 when the backend finds no device (Meson's SKIP).
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "bench_random.h"
+#include "demo_fused.h"
 #include "unifuse.h"
 
 #define B 2
@@ -321,6 +324,7 @@ int main(void)
 
     int bad = run_small();
     bad |= run_timing(info.backend);
+    bad |= demo_fused(info.backend);
     printf("%s\n", bad ? "FAILED" : "OK");
     return bad ? 1 : 0;
 }

@@ -14,7 +14,7 @@ mkdir -p "$out"
 stages=${*:-test sanitize bench torch}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 status=0
-# Names the activation results with the commit measured.
+# Names the activation, epilogue and norm results with the commit measured.
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$out/summary.txt"; }
@@ -66,6 +66,12 @@ for stage in $stages; do
     log "unifuse-bench-activation"
     build-gpu/bench/unifuse-bench-activation --json "$out/bench_activation_h200_$commit.json" \
       2>&1 | tee "$out/bench_activation.log" | tail -60 || status=1
+    log "unifuse-bench-epilogue"
+    build-gpu/bench/unifuse-bench-epilogue --json "$out/bench_epilogue_h200_$commit.json" \
+      2>&1 | tee "$out/bench_epilogue.log" | tail -30 || status=1
+    log "unifuse-bench-norm"
+    build-gpu/bench/unifuse-bench-norm --json "$out/bench_norm_h200_$commit.json" \
+      2>&1 | tee "$out/bench_norm.log" | tail -100 || status=1
     ;;
   torch)
     log "compare_torch.py"
@@ -77,6 +83,16 @@ for stage in $stages; do
       --out-json "$out/torch_activation_h200_$commit.json" \
       --out-png "$out/torch_activation_h200_$commit.png" \
       2>&1 | tee "$out/torch_activation.log" | tail -80 || status=1
+    log "compare_torch_epilogue.py"
+    python3 bench/compare_torch_epilogue.py --lib build-gpu/libunifuse-cuda.so \
+      --out-json "$out/torch_epilogue_h200_$commit.json" \
+      --out-png "$out/torch_epilogue_h200_$commit.png" \
+      2>&1 | tee "$out/torch_epilogue.log" | tail -60 || status=1
+    log "compare_torch_norm.py"
+    python3 bench/compare_torch_norm.py --lib build-gpu/libunifuse-cuda.so \
+      --out-json "$out/torch_norm_h200_$commit.json" \
+      --out-png "$out/torch_norm_h200_$commit.png" \
+      2>&1 | tee "$out/torch_norm.log" | tail -140 || status=1
     ;;
   esac
 done

@@ -83,6 +83,9 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
 {
     const UF_ACC p0 = (UF_ACC)a.param[0], p1 = (UF_ACC)a.param[1];
     const int need_act = a.scale_kind == UF_OPERAND_ROW && a.partial;
+    /* z = x + bias feeds act' and, for dscale, act: the identity's
+     * derivative needs neither, so x and a full bias are not read. */
+    const int needs_z = a.kind != UF_ACT_IDENTITY || need_act;
     UF_BLOCKS (blk) {
         /* Per-thread column sums, [which][thread][e]: 0 dbias, 1 dscale. */
         UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
@@ -98,8 +101,13 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
                  r += UF_NTHREADS / a.tpr) {
                 const int64_t base = r * a.cols;
                 UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], tmp[UF_ACT_UNIT];
-                UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, z);
-                if (a.bias_kind == UF_OPERAND_FULL) {
+                if (needs_z)
+                    UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, z);
+                else
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
+                if (!needs_z) {
+                    /* identity without a row scale: z is not needed */
+                } else if (a.bias_kind == UF_OPERAND_FULL) {
                     UF_VNAME(uf_row_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, tmp);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += tmp[e];
                 } else {
@@ -131,7 +139,7 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
             const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
             if (a.partial && t < a.tpr && c0 < a.cols)
                 UF_VNAME(uf_colsum_combine)
-                (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
+            (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
         }
         UF_BARRIER();
     }

@@ -11,15 +11,18 @@
 /* Elements one thread handles together: two Philox draws' worth, aligned on
  * the element index, so that a unit's keep bits fill one byte. */
 #define UF_ACT_UNIT 8
-/* Units per thread in one logical block, 64 bytes of input per thread
- * whatever the dtype (2 for f32, 4 for f16/bf16, 1 for f64): loads of all
- * of them are issued before any is used, so each thread keeps as many
- * bytes in flight in every dtype. */
+/* Units per thread in one logical block of the forward: 64 bytes of input
+ * per thread whatever the dtype (2 for f32, 4 for f16/bf16, 1 for f64);
+ * loads of all of them are issued before any is used. The backward reads
+ * two inputs and keeps 2 units (1 for f64): with 4 units of 16-bit data it
+ * ran slower on the H200 (f16 relu 74% -> 61% of copy), its registers
+ * limiting the threads in flight. */
 #define UF_ACT_THREAD_BYTES 64
 #define UF_ACT_STEPS_FOR(elem_size)                                                                \
     (UF_ACT_THREAD_BYTES / (UF_ACT_UNIT * (elem_size)) > 0                                         \
          ? UF_ACT_THREAD_BYTES / (UF_ACT_UNIT * (elem_size))                                       \
          : 1)
+#define UF_ACT_BWD_STEPS_FOR(elem_size) ((elem_size) > 4 ? 1 : 2)
 
 typedef struct uf_activation_args {
     const void *x;   /* forward and backward: x (backward with the identity: unused) */

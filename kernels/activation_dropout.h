@@ -10,6 +10,7 @@
 #include "kernels/dtype_bind.h"
 
 #define UF_ACT_STEPS UF_ACT_STEPS_FOR((int)sizeof(UF_T))
+#define UF_ACT_BWD_STEPS UF_ACT_BWD_STEPS_FOR((int)sizeof(UF_T))
 
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
@@ -81,17 +82,17 @@ UF_KERNEL(UF_VNAME(uf_act_bwd), uf_activation_args, a)
     const int identity = a.kind == UF_ACT_IDENTITY;
     UF_BLOCKS (b) {
         UF_THREADS (t) {
-            UF_ACC g[UF_ACT_STEPS][UF_ACT_UNIT], v[UF_ACT_STEPS][UF_ACT_UNIT] = {{0}};
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k)
+            UF_ACC g[UF_ACT_BWD_STEPS][UF_ACT_UNIT], v[UF_ACT_BWD_STEPS][UF_ACT_UNIT] = {{0}};
+            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {
-                const int64_t i0 = ((b * UF_ACT_STEPS + k) * UF_NTHREADS + t) * UF_ACT_UNIT;
+                const int64_t i0 = ((b * UF_ACT_BWD_STEPS + k) * UF_NTHREADS + t) * UF_ACT_UNIT;
                 UF_VNAME(uf_act_load)(a.dy, a.count, i0, g[k]);
                 if (!identity)
                     UF_VNAME(uf_act_load)(a.x, a.count, i0, v[k]);
             }
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k)
+            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {
-                const int64_t unit = (b * UF_ACT_STEPS + k) * UF_NTHREADS + t;
+                const int64_t unit = (b * UF_ACT_BWD_STEPS + k) * UF_NTHREADS + t;
                 const int64_t i0 = unit * UF_ACT_UNIT;
                 if (i0 >= a.count)
                     continue;
@@ -107,5 +108,6 @@ UF_KERNEL(UF_VNAME(uf_act_bwd), uf_activation_args, a)
 }
 
 #undef UF_ACT_APPLY
-#undef UF_ACT_STEPS
+#undef UF_ACT_BWD_STEPS
+#undef UF_ACT_BWD_STEPS
 #include "kernels/dtype_unbind.h"

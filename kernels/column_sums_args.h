@@ -10,8 +10,11 @@
 
 #include "backend.h"
 
-/* Threads per block of the kernels that fill `partial` by slots. */
+/* Threads per block of the kernels that fill `partial` by slots, and of
+ * the reduction, whose blocks own UF_COLSUM_COLS columns each (a multiple
+ * of the widest warp, for coalesced loads). */
 #define UF_COLSUM_THREADS 256
+#define UF_COLSUM_COLS 64
 
 typedef struct uf_colsum_args {
     const void *partial;

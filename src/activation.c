@@ -103,8 +103,9 @@ static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *
     if (st != UF_OK)
         return st;
     const int per_mp = lim.max_threads_per_mp / UF_ACT_THREADS;
-    const int64_t per_block =
-        (int64_t)UF_ACT_THREADS * UF_ACT_STEPS_FOR((int)uf_dtype_size(dtype)) * UF_ACT_UNIT;
+    const int es = (int)uf_dtype_size(dtype);
+    const int steps = backward ? UF_ACT_BWD_STEPS_FOR(es) : UF_ACT_STEPS_FOR(es);
+    const int64_t per_block = (int64_t)UF_ACT_THREADS * steps * UF_ACT_UNIT;
     const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
                          (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES};
     return launchers[backward][dtype - 1][vec_ok](&l, a);

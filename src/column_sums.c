@@ -28,7 +28,7 @@ uf_status uf_colsum_begin(uf_colsum_args *a, uf_dtype dtype, uf_stream stream)
 uf_status uf_colsum_finish(uf_colsum_args *a, uf_dtype dtype, uf_status st, uf_stream stream)
 {
     if (st == UF_OK) {
-        const int64_t col_blocks = (a->cols + UF_COLSUM_THREADS - 1) / UF_COLSUM_THREADS;
+        const int64_t col_blocks = (a->cols + UF_COLSUM_COLS - 1) / UF_COLSUM_COLS;
         const uf_launch l = {2 * col_blocks, UF_COLSUM_THREADS, stream, 0};
         st = reducers[dtype - 1](&l, a);
     }

@@ -57,51 +57,6 @@ UF_FN void UF_VNAME(uf_norm_affine)(const uf_norm_args *a, int64_t c0, UF_ACC *w
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
 }
 
-/* Per-unit pieces of the forward's passes. */
-UF_FN UF_ACC UF_VNAME(uf_norm_sum1)(const UF_ACC *h, int64_t c0, int64_t cols, UF_ACC p, int layer)
-{
-    UF_ACC acc = 0;
-    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-    {
-        const UF_ACC v = c0 + e < cols ? h[e] - p : (UF_ACC)0;
-        acc += layer ? v : v * v;
-    }
-    return acc;
-}
-
-UF_FN UF_ACC UF_VNAME(uf_norm_sum2)(const UF_ACC *h, int64_t c0, int64_t cols, UF_ACC p, UF_ACC dm)
-{
-    UF_ACC acc = 0;
-    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-    {
-        const UF_ACC v = c0 + e < cols ? (h[e] - p) - dm : (UF_ACC)0;
-        acc += v * v;
-    }
-    return acc;
-}
-
-UF_FN void UF_VNAME(uf_norm_out)(const uf_norm_args *a, int64_t base, int64_t c0, const UF_ACC *h,
-                                 UF_ACC p, UF_ACC dm, UF_ACC rstd)
-{
-    UF_ACC v[UF_ACT_UNIT], w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
-    if (a->h_out) {
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] = h[e];
-        UF_VNAME(uf_row_store)((UF_T *)a->h_out + base, c0, a->cols, a->vec, v);
-    }
-    UF_VNAME(uf_norm_affine)(a, c0, w, bias);
-    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] =
-        ((h[e] - p) - dm) * rstd * w[e] + bias[e];
-    UF_VNAME(uf_row_store)((UF_T *)a->y + base, c0, a->cols, a->vec, v);
-}
-
-/* A thread's first UF_NORM_CACHE units of a row stay in registers from the
- * first pass to the last (constant indices after unrolling); units beyond
- * them, in rows longer than group * UF_NORM_CACHE units, are read again. */
-#define UF_NORM_CACHE 4
-#define UF_NORM_C0(k) (((int64_t)(t % a.group) + (int64_t)(k)*a.group) * UF_ACT_UNIT)
-#define UF_NORM_TAIL(c0)                                                                           \
-    (int64_t c0 = UF_NORM_C0(UF_NORM_CACHE); c0 < a.cols; c0 += (int64_t)a.group * UF_ACT_UNIT)
-
 UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
 {
     const int layer = a.kind == UF_NORM_LAYER;
@@ -111,7 +66,6 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
         UF_EXCLUSIVE(UF_ACC, pivot);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, d); /* LayerNorm: mean - pivot */
-        UF_EXCLUSIVE_ARRAY(UF_ACC, cache, UF_NORM_CACHE * UF_ACT_UNIT);
         /* Pass 1: sum of h - pivot (LayerNorm) or of h^2 (RMSNorm). */
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
@@ -119,21 +73,16 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
                 p = layer ? UF_VNAME(uf_norm_pivot)(&a, base) : (UF_ACC)0;
-                UF_UNROLL for (int k = 0; k < UF_NORM_CACHE; ++k)
-                {
-                    UF_ACC *h = &UF_X(cache)[k * UF_ACT_UNIT];
-                    if (UF_NORM_C0(k) < a.cols) {
-                        UF_VNAME(uf_norm_load_h)(&a, base, UF_NORM_C0(k), h);
-                        acc += UF_VNAME(uf_norm_sum1)(h, UF_NORM_C0(k), a.cols, p, layer);
+                for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                     c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                    UF_ACC h[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                    {
+                        const UF_ACC v = c0 + e < a.cols ? h[e] - p : (UF_ACC)0;
+                        acc += layer ? v : v * v;
                     }
                 }
-                for
-                    UF_NORM_TAIL(c0)
-                    {
-                        UF_ACC h[UF_ACT_UNIT];
-                        UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                        acc += UF_VNAME(uf_norm_sum1)(h, c0, a.cols, p, layer);
-                    }
             }
             UF_X(pivot) = p;
             UF_X(s) = acc;
@@ -147,19 +96,16 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
                 UF_ACC acc = 0;
                 if (row < a.rows) {
                     const int64_t base = row * a.cols;
-                    UF_UNROLL for (int k = 0; k < UF_NORM_CACHE; ++k)
-                    {
-                        if (UF_NORM_C0(k) < a.cols)
-                            acc += UF_VNAME(uf_norm_sum2)(&UF_X(cache)[k * UF_ACT_UNIT],
-                                                          UF_NORM_C0(k), a.cols, p, dm);
-                    }
-                    for
-                        UF_NORM_TAIL(c0)
+                    for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                         c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                        UF_ACC h[UF_ACT_UNIT];
+                        UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                         {
-                            UF_ACC h[UF_ACT_UNIT];
-                            UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                            acc += UF_VNAME(uf_norm_sum2)(h, c0, a.cols, p, dm);
+                            const UF_ACC v = c0 + e < a.cols ? (h[e] - p) - dm : (UF_ACC)0;
+                            acc += v * v;
                         }
+                    }
                 }
                 UF_X(d) = dm;
                 UF_X(s) = acc;
@@ -180,19 +126,17 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
                 if (a.rstd)
                     ((UF_ACC *)a.rstd)[row] = rstd;
             }
-            UF_UNROLL for (int k = 0; k < UF_NORM_CACHE; ++k)
-            {
-                if (UF_NORM_C0(k) < a.cols)
-                    UF_VNAME(uf_norm_out)
-                    (&a, base, UF_NORM_C0(k), &UF_X(cache)[k * UF_ACT_UNIT], p, dm, rstd);
+            for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
+                 c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
+                UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                if (a.h_out)
+                    UF_VNAME(uf_row_store)((UF_T *)a.h_out + base, c0, a.cols, a.vec, h);
+                UF_VNAME(uf_norm_affine)(&a, c0, w, bias);
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
+                    ((h[e] - p) - dm) * rstd * w[e] + bias[e];
+                UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, h);
             }
-            for
-                UF_NORM_TAIL(c0)
-                {
-                    UF_ACC h[UF_ACT_UNIT];
-                    UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                    UF_VNAME(uf_norm_out)(&a, base, c0, h, p, dm, rstd);
-                }
         }
     }
 }
@@ -271,7 +215,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
                 UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
                 if (a.dh_extra)
                     UF_VNAME(uf_row_load)
-                ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
+                    ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                 {
                     const UF_ACC hhat = (hc[e] - delta) * rstd;
@@ -321,14 +265,11 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
             const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
             if (t < a.tpr && c0 < a.cols)
                 UF_VNAME(uf_colsum_combine)
-            (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
+                (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
         }
         UF_BARRIER();
     }
 }
 
 #undef UF_NORM_REDUCE
-#undef UF_NORM_CACHE
-#undef UF_NORM_C0
-#undef UF_NORM_TAIL
 #include "kernels/dtype_unbind.h"

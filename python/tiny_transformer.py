@@ -1,9 +1,13 @@
-"""A small decoder-only transformer whose attention softmax and MLP
-activation + dropout are pluggable: unifuse's ops, or the PyTorch
-compositions they replace (the reference).
+"""A small decoder-only transformer (pre-norm) whose fused parts are
+pluggable: unifuse's kernels, or the PyTorch compositions they replace
+(the reference). Those parts are the attention softmax, the LayerNorms,
+and the epilogues of the linear layers: bias + dropout + residual after
+the attention projection and after the MLP, bias + GELU inside the MLP.
 
-LayerNorm and the residual adds are plain PyTorch in both variants, until
-unifuse's norms and epilogue kernels land.
+Both variants build the same modules in the same order, so their
+parameters, names and initial values are identical: a linear layer with
+an epilogue keeps its nn.Linear weight and bias, and its bias is added by
+the epilogue rather than by the matrix product.
 """
 
 import math
@@ -26,75 +30,92 @@ class TorchCausalSoftmax(nn.Module):
         return torch.softmax((scores * self.scale).masked_fill(hidden, float("-inf")), -1)
 
 
-class TorchActivationDropout(nn.Module):
-    """Reference: F.gelu, then dropout."""
+class TorchEpilogue(nn.Module):
+    """Reference: dropout(act(x + bias)) + residual in PyTorch ops."""
 
-    def __init__(self, p):
+    def __init__(self, activation="identity", p=0.0):
         super().__init__()
+        self.act = {"identity": lambda x: x, "gelu": F.gelu}[activation]
         self.p = p
 
-    def forward(self, x):
-        return F.dropout(F.gelu(x), self.p, self.training)
+    def forward(self, x, bias, residual=None):
+        y = F.dropout(self.act(x + bias), self.p, self.training)
+        return y if residual is None else residual + y
 
 
-def unifuse_parts(dropout):
-    """(softmax factory, activation + dropout module, description) using
-    unifuse; the MLP falls back to PyTorch when the library predates the
-    activation kernels."""
-    import unifuse_torch
+class Parts:
+    """Factories for the pluggable parts, and what they are, for the log."""
 
-    softmax = lambda scale: unifuse_torch.FusedScaleMaskSoftmax(scale, causal=True)  # noqa: E731
-    if unifuse_torch.has_activation():
-        return softmax, lambda: unifuse_torch.ActivationDropout("gelu", p=dropout), "unifuse"
-    lib = unifuse_torch.library()
-    return (softmax, lambda: TorchActivationDropout(dropout),
-            "torch (%s has no uf_activation_forward yet)" % lib.path)
+    def __init__(self, reference):
+        if reference:
+            self.softmax, self.norm, self.epilogue = TorchCausalSoftmax, nn.LayerNorm, \
+                TorchEpilogue
+            self.kernels = {"softmax": "torch", "norm": "torch", "epilogue": "torch"}
+            return
+        import unifuse_torch
+
+        if not (unifuse_torch.has_epilogue() and unifuse_torch.has_norm()):
+            raise SystemExit("%s predates the epilogue or norm calls: rebuild it, or train "
+                             "with --reference" % unifuse_torch.library().path)
+        self.softmax = lambda scale: unifuse_torch.FusedScaleMaskSoftmax(scale, causal=True)
+        self.norm, self.epilogue = unifuse_torch.FusedLayerNorm, unifuse_torch.FusedEpilogue
+        self.kernels = {"softmax": "unifuse", "norm": "unifuse", "epilogue": "unifuse"}
+
+
+class LinearEpilogue(nn.Linear):
+    """nn.Linear (same parameters and initialisation) whose bias is added
+    by the epilogue that follows it, with the activation, dropout and
+    residual add the epilogue fuses."""
+
+    def __init__(self, d_in, d_out, epilogue):
+        super().__init__(d_in, d_out)
+        self.epilogue = epilogue
+
+    def forward(self, x, residual=None):
+        return self.epilogue(F.linear(x, self.weight), self.bias, residual)
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model, heads, softmax):
+    def __init__(self, d_model, heads, parts, dropout):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.softmax = softmax(1.0 / math.sqrt(d_model // heads))
+        self.out = LinearEpilogue(d_model, d_model, parts.epilogue("identity", dropout))
+        self.softmax = parts.softmax(1.0 / math.sqrt(d_model // heads))
 
-    def forward(self, x):
+    def forward(self, x, residual):
         b, s, d = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         probs = self.softmax(q @ k.transpose(-1, -2))
-        return self.out((probs @ v).transpose(1, 2).reshape(b, s, d))
+        return self.out((probs @ v).transpose(1, 2).reshape(b, s, d), residual)
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, heads, softmax, activation):
+    def __init__(self, d_model, heads, parts, dropout):
         super().__init__()
-        # PyTorch LayerNorm and residual adds until unifuse's norms/epilogue land.
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.attention = Attention(d_model, heads, softmax)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), activation(),
-                                 nn.Linear(4 * d_model, d_model))
+        self.norm1 = parts.norm(d_model)
+        self.norm2 = parts.norm(d_model)
+        self.attention = Attention(d_model, heads, parts, dropout)
+        self.up = LinearEpilogue(d_model, 4 * d_model, parts.epilogue("gelu"))
+        self.down = LinearEpilogue(4 * d_model, d_model, parts.epilogue("identity", dropout))
 
     def forward(self, x):
-        x = x + self.attention(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        x = self.attention(self.norm1(x), residual=x)
+        return self.down(self.up(self.norm2(x)), residual=x)
 
 
 class TinyTransformer(nn.Module):
+    """dropout: the probability on the attention and MLP outputs, before
+    each residual add."""
+
     def __init__(self, vocab, seq_len, d_model, heads, layers, dropout, reference):
         super().__init__()
-        if reference:
-            softmax, activation = TorchCausalSoftmax, lambda: TorchActivationDropout(dropout)
-            self.kernels = {"softmax": "torch", "mlp_activation": "torch"}
-        else:
-            softmax, activation, mlp = unifuse_parts(dropout)
-            self.kernels = {"softmax": "unifuse", "mlp_activation": mlp}
+        parts = Parts(reference)
+        self.kernels = parts.kernels
         self.embed = nn.Embedding(vocab, d_model)
         self.position = nn.Parameter(0.02 * torch.randn(seq_len, d_model))
-        self.blocks = nn.ModuleList(Block(d_model, heads, softmax, activation)
-                                    for _ in range(layers))
-        self.norm = nn.LayerNorm(d_model)
+        self.blocks = nn.ModuleList(Block(d_model, heads, parts, dropout) for _ in range(layers))
+        self.norm = parts.norm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
     def forward(self, tokens):

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Train a tiny transformer on a synthetic copy task with unifuse's
-softmax and activation + dropout (or, with --reference, PyTorch's own ops),
-in eager mode or under torch.compile, on one process or several
-(DistributedDataParallel: NCCL on GPUs, gloo on the CPU).
+softmax, LayerNorms and linear-layer epilogues (bias + dropout + residual,
+bias + GELU), or, with --reference, PyTorch's own ops; in eager mode or
+under torch.compile, on one process or several (DistributedDataParallel:
+NCCL on GPUs, gloo on the CPU).
 
 Each sequence is random tokens followed by the same tokens again; the
 loss counts the second half only, which a model can learn to predict
@@ -42,7 +43,8 @@ def parse_args(argv):
     p.add_argument("--d-model", type=int, default=32)
     p.add_argument("--heads", type=int, default=2)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--dropout", type=float, default=0.1, help="MLP dropout probability")
+    p.add_argument("--dropout", type=float, default=0.1,
+                   help="dropout probability on the attention and MLP outputs")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=10)
@@ -108,8 +110,8 @@ def train(rank, world, args):
         model = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     say = print if rank == 0 else (lambda *a, **k: None)
-    say("model: %s softmax, %s MLP activation+dropout (p=%g); %d process(es) on %s; torch %s%s"
-        % (kernels["softmax"], kernels["mlp_activation"], args.dropout, world, device,
+    say("model: %s softmax, %s norms, %s epilogues (dropout %g); %d process(es) on %s; torch %s%s"
+        % (kernels["softmax"], kernels["norm"], kernels["epilogue"], args.dropout, world, device,
            torch.__version__, ", compiled" if args.compile else ""), flush=True)
 
     losses, started, warm = [], time.perf_counter(), None

@@ -1,14 +1,16 @@
-"""ActivationDropout: fresh masks in training, act(x) in eval, the saved
-(seed, offset) reused by the backward pass."""
+"""The modules: ActivationDropout and FusedEpilogue (fresh masks in
+training, none in eval, the saved (seed, offset) reused by the backward
+pass); FusedLayerNorm and FusedRMSNorm as stand-ins for PyTorch's."""
 
 import unittest
 
 import torch
 import torch.nn.functional as F
 
-from unifuse_torch import ActivationDropout
+from unifuse_torch import ActivationDropout, FusedEpilogue, FusedLayerNorm, FusedRMSNorm
 
-from .support import Case, device, skip_without_activation
+from .support import Case, device, rounded, skip_without, skip_without_activation
+from .test_norm import torch_rms_norm
 
 
 @skip_without_activation
@@ -57,6 +59,101 @@ class ActivationDropoutModule(Case):
                          "ActivationDropout('elu', p=0.1, alpha=0.5)")
         with self.assertRaises(ValueError):
             ActivationDropout("relu", p=1.5)
+
+
+@skip_without("epilogue")
+class FusedEpilogueModule(Case):
+    def operands(self):
+        gen = torch.Generator().manual_seed(6)
+        return (rounded((64, 40), torch.float64, gen), rounded(40, torch.float64, gen),
+                rounded((64, 40), torch.float64, gen))
+
+    def test_training_drops_eval_does_not(self):
+        x, b, r = self.operands()
+        m = FusedEpilogue(p=0.25)
+        y = m(x, b, r)
+        dropped = y == r
+        self.assert_close(y, torch.where(dropped, r, (x + b) / 0.75 + r))
+        self.assertAlmostEqual(dropped.double().mean().item(), 0.25, delta=0.05)
+        self.assert_close(m.eval()(x, b, r), x + b + r)
+
+    def test_bias_and_activation(self):
+        x, b, _ = self.operands()
+        self.assert_close(FusedEpilogue("gelu")(x, b), F.gelu(x + b))
+        m = FusedEpilogue("leaky_relu", negative_slope=0.1)
+        self.assert_close(m(x, b, scale=2.0), 2.0 * F.leaky_relu(x + b, 0.1))
+
+    def test_new_mask_each_call_and_backward_uses_its_own(self):
+        x, b, _ = self.operands()
+        x = x.abs() + 0.5
+        m = FusedEpilogue("relu", p=0.5)
+        torch.manual_seed(3)
+        xg = x.clone().requires_grad_()
+        y = m(xg, b.abs())
+        self.assertFalse(torch.equal(y == 0, m(x, b.abs()) == 0))
+        (dx,) = torch.autograd.grad(y, xg, torch.ones_like(y))
+        self.assertTrue(torch.equal(dx == 0, y == 0))
+        torch.manual_seed(3)
+        self.assertTrue(torch.equal(y, m(x, b.abs())))
+
+    def test_repr_and_bad_p(self):
+        self.assertEqual(repr(FusedEpilogue("elu", p=0.1, alpha=0.5)),
+                         "FusedEpilogue('elu', p=0.1, alpha=0.5)")
+        with self.assertRaises(ValueError):
+            FusedEpilogue(p=-0.5)
+
+
+@skip_without("norm")
+class FusedNormModules(Case):
+    def x(self, *shape):
+        gen = torch.Generator().manual_seed(8)
+        return rounded(shape, torch.float64, gen, 2.0, 1.0)
+
+    def test_layer_norm_is_a_drop_in_for_torchs(self):
+        theirs = torch.nn.LayerNorm(12, eps=1e-4, dtype=torch.float64)
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+            theirs.bias.uniform_(-1, 1)
+        ours = FusedLayerNorm(12, eps=1e-4, dtype=torch.float64)
+        self.assertEqual([n for n, _ in ours.named_parameters()], ["weight", "bias"])
+        self.assertTrue(torch.equal(ours.weight, torch.ones(12, dtype=torch.float64)))
+        self.assertTrue(torch.equal(ours.bias, torch.zeros(12, dtype=torch.float64)))
+        ours.load_state_dict(theirs.state_dict())
+        ours, theirs = ours.to(device()), theirs.to(device())
+        x = self.x(2, 5, 12)
+        self.assert_close(ours(x), theirs(x))
+        (ours(x) * x).sum().backward()
+        (theirs(x) * x).sum().backward()
+        self.assert_close(ours.weight.grad, theirs.weight.grad)
+        self.assert_close(ours.bias.grad, theirs.bias.grad)
+
+    def test_options_and_several_normalised_dims(self):
+        x, r = self.x(3, 4, 5), self.x(3, 4, 5)
+        m = FusedLayerNorm((4, 5), elementwise_affine=False).to(device())
+        self.assertEqual(list(m.parameters()), [])
+        want = F.layer_norm(x + r, (4, 5))
+        y, h = m(x, r)
+        self.assert_close(y, want)
+        self.assert_close(h, x + r)
+        m = FusedLayerNorm(5, bias=False, dtype=torch.float64).to(device())
+        self.assertIsNone(m.bias)
+        self.assert_close(m(x), F.layer_norm(x, (5,)))
+        self.assertEqual(repr(m), "FusedLayerNorm((5,), eps=1e-05, elementwise_affine=True)")
+
+    def test_rms_norm(self):
+        x = self.x(6, 10)
+        m = FusedRMSNorm(10, dtype=torch.float64).to(device())
+        with torch.no_grad():
+            m.weight.uniform_(0.5, 1.5)
+        eps = torch.finfo(torch.float64).eps  # eps=None: PyTorch's default
+        self.assert_close(m(x), torch_rms_norm(x, m.weight, eps))
+        x = x.reshape(6, 2, 5).float()
+        y, h = FusedRMSNorm((2, 5), eps=1e-3).to(device())(x, x)
+        want = torch_rms_norm(2 * x.double().reshape(6, 10), eps=1e-3)
+        self.assert_close(y, want.reshape(6, 2, 5), torch.float32)
+        self.assert_close(h, 2 * x)
+        self.assertEqual(repr(FusedRMSNorm(4)), "FusedRMSNorm((4,), eps=None, "
+                                                "elementwise_affine=True)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ that torch.compile traces; on older PyTorch, torch.autograd.Functions.
 from ._library import MissingSymbolError, UnifuseError, find_library, library
 from ._registration import HAS_CUSTOM_OP
 from .activation import activation_dropout, activation_kinds, dropout, new_rng
-from .modules import ActivationDropout, FusedScaleMaskSoftmax
+from .epilogue import bias_act_dropout_residual
+from .modules import ActivationDropout, FusedEpilogue, FusedScaleMaskSoftmax
+from .norm import layer_norm, rms_norm
+from .norm_modules import FusedLayerNorm, FusedRMSNorm
 from .softmax import scaled_masked_softmax
 
 try:
@@ -25,8 +28,20 @@ def has_activation():
     return library().has_activation()
 
 
+def has_epilogue():
+    """Whether the loaded library has the epilogue (and activation) calls."""
+    return library().has_epilogue()
+
+
+def has_norm():
+    """Whether the loaded library has the LayerNorm/RMSNorm calls."""
+    return library().has_norm()
+
+
 __all__ = [
-    "ActivationDropout", "FusedScaleMaskSoftmax", "HAS_CUSTOM_OP", "MissingSymbolError",
-    "UnifuseError", "activation_dropout", "activation_kinds", "dropout", "find_library",
-    "has_activation", "library", "new_rng", "scaled_masked_softmax",
+    "ActivationDropout", "FusedEpilogue", "FusedLayerNorm", "FusedRMSNorm",
+    "FusedScaleMaskSoftmax", "HAS_CUSTOM_OP", "MissingSymbolError", "UnifuseError",
+    "activation_dropout", "activation_kinds", "bias_act_dropout_residual", "dropout",
+    "find_library", "has_activation", "has_epilogue", "has_norm", "layer_norm", "library",
+    "new_rng", "rms_norm", "scaled_masked_softmax",
 ]

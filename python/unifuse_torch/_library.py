@@ -14,11 +14,16 @@ UF_MAX_DIMS = 8
 UF_BACKEND_CPU, UF_BACKEND_CUDA, UF_BACKEND_HIP = 1, 2, 3
 UF_DTYPE_NONE, UF_F32, UF_F16, UF_BF16, UF_F64, UF_BOOL = 0, 1, 2, 3, 4, 5
 UF_ACT_IDENTITY = 0
+UF_OPERAND_NONE, UF_OPERAND_SCALAR, UF_OPERAND_ROW, UF_OPERAND_FULL = 0, 1, 2, 3
+UF_NORM_LAYER, UF_NORM_RMS = 1, 2
 
 # The activation/dropout calls arrived after the softmax; a library built
 # before them still loads, and only the ops that need them refuse to run.
 ACTIVATION_SYMBOLS = ("uf_activation_forward", "uf_activation_backward", "uf_dropout_forward",
                       "uf_dropout_backward", "uf_activation_default", "uf_activation_name")
+# Likewise the epilogue (which also needs the activation table) and the norms.
+EPILOGUE_SYMBOLS = ACTIVATION_SYMBOLS + ("uf_epilogue_forward", "uf_epilogue_backward")
+NORM_SYMBOLS = ("uf_norm_forward", "uf_norm_backward")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
@@ -69,6 +74,36 @@ class DropoutDesc(ctypes.Structure):
     _fields_ = [("p", ctypes.c_double), ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64)]
 
 
+class EpilogueDesc(ctypes.Structure):
+    """uf_epilogue_desc (src/unifuse/epilogue.h)."""
+
+    _fields_ = [
+        ("dtype", ctypes.c_int),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("bias", ctypes.c_int),
+        ("act", ActivationDesc),
+        ("scale", ctypes.c_int),
+        ("scale_value", ctypes.c_double),
+        ("residual", ctypes.c_int),
+    ]
+
+
+class NormDesc(ctypes.Structure):
+    """uf_norm_desc (src/unifuse/norm.h)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("eps", ctypes.c_double),
+        ("has_weight", ctypes.c_int),
+        ("has_bias", ctypes.c_int),
+        ("add_residual", ctypes.c_int),
+    ]
+
+
 class DeviceInfo(ctypes.Structure):
     """uf_device_info (src/unifuse/core.h)."""
 
@@ -85,7 +120,8 @@ class DeviceInfo(ctypes.Structure):
 
 # Sizes the structs have in C on LP64 targets; a mismatch means the
 # declarations above drifted from the headers.
-_LP64_SIZES = {SoftmaxDesc: 160, ActivationDesc: 24, DropoutDesc: 24, DeviceInfo: 288}
+_LP64_SIZES = {SoftmaxDesc: 160, ActivationDesc: 24, DropoutDesc: 24, EpilogueDesc: 80,
+               NormDesc: 48, DeviceInfo: 288}
 
 _vp, _i64, _int = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 _P = ctypes.POINTER
@@ -105,6 +141,12 @@ _SIGNATURES = {
                                       _vp, _vp]),
     "uf_dropout_forward": (_int, [_P(DropoutDesc), _int, _i64, _vp, _vp, _vp, _vp]),
     "uf_dropout_backward": (_int, [_P(DropoutDesc), _int, _i64, _vp, _vp, _vp]),
+    "uf_epilogue_forward": (_int, [_P(EpilogueDesc), _P(DropoutDesc), _vp, _vp, _vp, _vp, _vp,
+                                   _vp]),
+    "uf_epilogue_backward": (_int, [_P(EpilogueDesc), _P(DropoutDesc), _vp, _vp, _vp, _vp, _vp,
+                                    _vp, _vp, _vp, _vp]),
+    "uf_norm_forward": (_int, [_P(NormDesc), _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
+    "uf_norm_backward": (_int, [_P(NormDesc), _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
 }
 
 
@@ -180,8 +222,17 @@ class Library:
     def has(self, name):
         return name in self._functions
 
+    def has_all(self, names):
+        return all(self.has(n) for n in names)
+
     def has_activation(self):
-        return all(self.has(n) for n in ACTIVATION_SYMBOLS)
+        return self.has_all(ACTIVATION_SYMBOLS)
+
+    def has_epilogue(self):
+        return self.has_all(EPILOGUE_SYMBOLS)
+
+    def has_norm(self):
+        return self.has_all(NORM_SYMBOLS)
 
     def function(self, name):
         fn = self._functions.get(name)

@@ -7,10 +7,11 @@ registered. Older PyTorch gets a torch.autograd.Function with the same
 forward, setup_context and backward, so callers see one Python API.
 
 Ops are described by plain functions with the custom-op contract:
-  impl(*args) -> Tensor             annotated, for schema inference
-  fake(*args) -> Tensor             same signature, metadata only
+  impl(*args) -> Tensor or tuple    annotated, for schema inference
+  fake(*args) -> Tensor or tuple    same signature, metadata only
   setup_context(ctx, inputs, output)
-  backward(ctx, grad) -> one gradient (or None) per input
+  backward(ctx, *grads) -> one gradient (or None) per input, from one
+                           gradient per output
 """
 
 import torch
@@ -46,8 +47,8 @@ def differentiable_op(name, impl, fake, setup_context, backward):
             return out
 
         @staticmethod
-        def backward(ctx, grad):
-            return backward(ctx, grad)
+        def backward(ctx, *grads):
+            return backward(ctx, *grads)
 
     Function.__name__ = Function.__qualname__ = name
     return Function.apply

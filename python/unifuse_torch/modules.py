@@ -3,6 +3,7 @@
 import torch
 
 from .activation import _activation_op, new_rng, resolve_activation
+from .epilogue import _epilogue_op, row_bias, split_scale
 from .softmax import scaled_masked_softmax
 
 
@@ -52,6 +53,43 @@ class ActivationDropout(torch.nn.Module):
         if self.training and self.p > 0.0:
             return _activation_op(x, new_rng(), self.kind, self.param[0], self.param[1], self.p)
         return _activation_op(x, None, self.kind, self.param[0], self.param[1], 0.0)
+
+    def extra_repr(self):
+        args = ["%r" % self.activation, "p=%g" % self.p]
+        args += ["%s=%g" % kv for kv in sorted(self.params.items())]
+        return ", ".join(args)
+
+
+class FusedEpilogue(torch.nn.Module):
+    """dropout(act(x + bias) * scale) + residual in one unifuse kernel: the
+    "bias + dropout + residual" after a transformer's projections, and the
+    MLP's "bias + activation".
+
+    FusedEpilogue(p=0.1) for bias + dropout + residual,
+    FusedEpilogue("gelu") for bias + GELU; activations and their parameters
+    as for ActivationDropout. The module holds no parameters: forward(x,
+    bias=None, residual=None, scale=None) takes them, so a linear layer
+    keeps its own bias and applies it here, F.linear(h, lin.weight) giving
+    x. bias is [C] or x's shape, scale a float or a [C] tensor. Dropout
+    draws a fresh (seed, offset) per training call, as ActivationDropout
+    does; in eval mode, or with p = 0, there is none.
+    """
+
+    def __init__(self, activation="identity", p=0.0, **params):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("dropout probability must be in [0, 1], got %r" % p)
+        self.activation = activation
+        self.params = dict(params)
+        self.p = float(p)
+        self.kind, self.param = resolve_activation(activation, **params)
+
+    def forward(self, x, bias=None, residual=None, scale=None):
+        dropping = self.training and self.p > 0.0
+        scale_t, scale_value = split_scale(scale, x)
+        return _epilogue_op(x, row_bias(bias, x), scale_t, residual,
+                            new_rng() if dropping else None, scale_value, self.kind,
+                            self.param[0], self.param[1], self.p if dropping else 0.0)
 
     def extra_repr(self):
         args = ["%r" % self.activation, "p=%g" % self.p]

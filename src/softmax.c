@@ -87,7 +87,7 @@ static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t
         a->mask_kind = UF_MASK_ADD_SAME;
         break;
     }
-    const int mn = d->mask_ndim, n = d->ndim, lead = n - mn;
+    const int mn = d->mask_ndim, n = d->ndim, lead = mn >= 1 && mn <= n ? n - mn : 0;
     if (mn < 1 || mn > n)
         return UF_ERR_BAD_SHAPE;
     for (int i = 0; i < mn; ++i) {
@@ -103,6 +103,8 @@ static uf_status check_mask(const uf_softmax_desc *d, uf_softmax_args *a, size_t
         st = uf_byte_count(mcount, uf_dtype_size(d->mask_dtype), mask_bytes);
     if (st != UF_OK)
         return st;
+    if (mcount == 0)
+        return UF_OK; /* x is empty too (no launch); its extents may overflow the strides */
 
     /* Mask element strides of x's row dimensions (all but the last). */
     int64_t stride = d->shape[n - 1];

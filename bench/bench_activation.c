@@ -275,11 +275,9 @@ int main(int argc, char **argv)
     }
     const time_t now = time(NULL);
     uf_device_info info;
-    uf_status st = uf_get_device_info(&info);
-    if (st != UF_OK) {
-        fprintf(stderr, "unifuse-bench-activation: uf_get_device_info: %s\n", uf_status_string(st));
-        return st == UF_ERR_NO_DEVICE ? 77 : 1;
-    }
+    const int no_device = bench_device("unifuse-bench-activation", &info);
+    if (no_device)
+        return no_device;
     if (!o.nacts) {
         const int all[] = {UF_ACT_RELU, UF_ACT_GELU, UF_ACT_SILU, DROPOUT_ALONE};
         memcpy(o.acts, all, sizeof all);
@@ -291,10 +289,7 @@ int main(int argc, char **argv)
     /* --quick is a smoke test, not a measurement. A CPU takes about a
      * second a call at the default count: 10 calls keep a full run to
      * minutes. */
-    const int iters = o.common.iters                   ? o.common.iters
-                      : o.common.quick                 ? 5
-                      : info.backend == UF_BACKEND_CPU ? 10
-                                                       : 50;
+    const int iters = bench_default_iters(&o.common, info.backend, 10, 50);
 
     printf("unifuse %s activation benchmark: %s (%s)\n", uf_version(), info.name,
            uf_backend_name(info.backend));
@@ -313,14 +308,5 @@ int main(int argc, char **argv)
     for (int t = 0; t < o.common.ndtypes; ++t)
         run_dtype(&b, &results, &o, o.common.dtypes[t]);
 
-    int ok = b.failures == 0;
-    if (o.common.json) {
-        if (bench_write_json(&b, o.common.json, &info, now, &results, json_fields))
-            printf("wrote %s\n", o.common.json);
-        else
-            ok = 0;
-    }
-    bench_results_free(&results);
-    bench_close(&b);
-    return ok ? 0 : 1;
+    return bench_finish(&b, &o.common, &info, now, &results, json_fields);
 }

@@ -373,3 +373,36 @@ int bench_write_json(const bench *b, const char *path, const uf_device_info *inf
     }
     return 1;
 }
+
+int bench_device(const char *prog, uf_device_info *info)
+{
+    const uf_status st = uf_get_device_info(info);
+    if (st == UF_OK)
+        return 0;
+    fprintf(stderr, "%s: uf_get_device_info: %s\n", prog, uf_status_string(st));
+    return st == UF_ERR_NO_DEVICE ? 77 : 1;
+}
+
+int bench_default_iters(const bench_options *o, uf_backend backend, int cpu, int gpu)
+{
+    if (o->iters)
+        return o->iters;
+    if (o->quick)
+        return 5;
+    return backend == UF_BACKEND_CPU ? cpu : gpu;
+}
+
+int bench_finish(bench *b, const bench_options *o, const uf_device_info *info, time_t now,
+                 bench_results *r, bench_json_fields fields)
+{
+    int ok = b->failures == 0;
+    if (o->json) {
+        if (bench_write_json(b, o->json, info, now, r, fields))
+            printf("wrote %s\n", o->json);
+        else
+            ok = 0;
+    }
+    bench_results_free(r);
+    bench_close(b);
+    return ok ? 0 : 1;
+}

@@ -46,6 +46,14 @@ void bench_default_dtypes(bench_options *o);
 /* "f32", "f16", "bf16" ("?" for others). */
 const char *bench_dtype_name(uf_dtype d);
 
+/* Fills *info; on failure says why and returns the exit status (77 when
+ * the backend has no device, else 1), otherwise 0. */
+int bench_device(const char *prog, uf_device_info *info);
+
+/* Timed calls when --iters is not given: 5 with --quick (a smoke test),
+ * `cpu` on the OpenMP backend, `gpu` otherwise. */
+int bench_default_iters(const bench_options *o, uf_backend backend, int cpu, int gpu);
+
 /* State shared by every measurement of one run. */
 typedef struct bench {
     const char *prog; /* program name, for messages */
@@ -128,5 +136,11 @@ void bench_json_number(FILE *f, double v);
  * Returns 0 and says why on failure. */
 int bench_write_json(const bench *b, const char *path, const uf_device_info *info, time_t now,
                      const bench_results *r, bench_json_fields fields);
+
+/* Ends a run: writes the JSON file when --json was given, frees the
+ * records and closes b. Returns the exit status: 0, or 1 when a call or
+ * the JSON file failed. */
+int bench_finish(bench *b, const bench_options *o, const uf_device_info *info, time_t now,
+                 bench_results *r, bench_json_fields fields);
 
 #endif

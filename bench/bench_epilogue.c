@@ -337,11 +337,9 @@ int main(int argc, char **argv)
     }
     const time_t now = time(NULL);
     uf_device_info info;
-    uf_status st = uf_get_device_info(&info);
-    if (st != UF_OK) {
-        fprintf(stderr, "unifuse-bench-epilogue: uf_get_device_info: %s\n", uf_status_string(st));
-        return st == UF_ERR_NO_DEVICE ? 77 : 1;
-    }
+    const int no_device = bench_device("unifuse-bench-epilogue", &info);
+    if (no_device)
+        return no_device;
     if (!o.ncols) {
         o.cols[0] = DEFAULT_COLS;
         o.ncols = 1;
@@ -351,10 +349,7 @@ int main(int argc, char **argv)
     bench_default_dtypes(&o.common);
     /* As in the activation benchmark: --quick is a smoke test; a CPU takes
      * about a second a call at the default count. */
-    const int iters = o.common.iters                   ? o.common.iters
-                      : o.common.quick                 ? 5
-                      : info.backend == UF_BACKEND_CPU ? 10
-                                                       : 50;
+    const int iters = bench_default_iters(&o.common, info.backend, 10, 50);
 
     printf("unifuse %s epilogue benchmark: %s (%s)\n", uf_version(), info.name,
            uf_backend_name(info.backend));
@@ -374,14 +369,5 @@ int main(int argc, char **argv)
         for (int c = 0; c < o.ncols; ++c)
             run_shape(&b, &results, &o, o.common.dtypes[t], o.cols[c]);
 
-    int ok = b.failures == 0;
-    if (o.common.json) {
-        if (bench_write_json(&b, o.common.json, &info, now, &results, json_fields))
-            printf("wrote %s\n", o.common.json);
-        else
-            ok = 0;
-    }
-    bench_results_free(&results);
-    bench_close(&b);
-    return ok ? 0 : 1;
+    return bench_finish(&b, &o.common, &info, now, &results, json_fields);
 }

@@ -286,11 +286,9 @@ int main(int argc, char **argv)
     }
     const time_t now = time(NULL);
     uf_device_info info;
-    uf_status st = uf_get_device_info(&info);
-    if (st != UF_OK) {
-        fprintf(stderr, "unifuse-bench-softmax: uf_get_device_info: %s\n", uf_status_string(st));
-        return st == UF_ERR_NO_DEVICE ? 77 : 1;
-    }
+    const int no_device = bench_device("unifuse-bench-softmax", &info);
+    if (no_device)
+        return no_device;
     const int cpu = info.backend == UF_BACKEND_CPU;
 
     /* Sizes: GPU tensors of 256 MiB swamp any cache; on a CPU 32 MiB keeps
@@ -309,7 +307,7 @@ int main(int argc, char **argv)
     }
     bench_default_dtypes(&o.common);
     const size_t target = (cpu ? (o.common.quick ? 8 : 32) : 256) * MIB;
-    const int iters = o.common.iters ? o.common.iters : o.common.quick ? 5 : 20;
+    const int iters = bench_default_iters(&o.common, info.backend, 20, 20);
 
     printf("unifuse %s softmax benchmark: %s (%s)\n", uf_version(), info.name,
            uf_backend_name(info.backend));
@@ -328,14 +326,5 @@ int main(int argc, char **argv)
         for (int i = 0; i < nsizes; ++i)
             run_size(&b, &results, o.common.dtypes[t], sizes[i], target);
 
-    int ok = b.failures == 0;
-    if (o.common.json) {
-        if (bench_write_json(&b, o.common.json, &info, now, &results, json_fields))
-            printf("wrote %s\n", o.common.json);
-        else
-            ok = 0;
-    }
-    bench_results_free(&results);
-    bench_close(&b);
-    return ok ? 0 : 1;
+    return bench_finish(&b, &o.common, &info, now, &results, json_fields);
 }

@@ -33,7 +33,23 @@ typedef struct uf_device_limits {
     int max_threads_per_mp; /* threads one multiprocessor holds at once */
 } uf_device_limits;
 
+/* Limits of the calling thread's current device. */
 uf_status ufb_device_limits(uf_device_limits *limits);
+uf_status ufb_device_count(int *count);
+uf_status ufb_set_device(int device); /* device already checked against the count */
+uf_status ufb_get_device(int *device);
+uf_status ufb_stream_device(uf_stream s, int *device);
+
+/* For the length of one public call, the calling thread's current device
+ * is the stream's, so that launches, scratch and limits all refer to the
+ * device that owns the stream; ufb_scope_leave restores the thread's device
+ * and returns `st`, or the restore's failure when `st` is UF_OK. */
+typedef struct uf_device_scope {
+    int previous;
+    int switched;
+} uf_device_scope;
+uf_status ufb_scope_enter(uf_stream s, uf_device_scope *scope);
+uf_status ufb_scope_leave(const uf_device_scope *scope, uf_status st);
 uf_status ufb_device_info(uf_device_info *info);
 uf_status ufb_malloc(void **ptr, size_t bytes);
 uf_status ufb_free(void *ptr);

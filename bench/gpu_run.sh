@@ -3,7 +3,11 @@
 # carried cmocka packages, build the CUDA backend, run the tests, the
 # compute-sanitizer tools over the test binaries, the benchmark and the
 # comparison with PyTorch. Logs and JSON go to $OUT (or ./gpu-out).
-#   bench/gpu_run.sh [test] [sanitize] [bench] [torch]   (default: all four)
+#   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp]
+# (default: the first four). python: the binding's unit tests on the GPU's
+# PyTorch; train: the tiny transformer with unifuse and with PyTorch's ops,
+# eager and compiled; ddp: the same under DistributedDataParallel on two
+# GPUs (NCCL) against one process with the same global batch.
 # The GPU machine has no cmocka and no network: first, on a Debian machine,
 #   mkdir -p .deps && (cd .deps && apt-get download libcmocka0 libcmocka-dev)
 # (.deps is ignored by git) and send .deps along with the working tree.
@@ -44,7 +48,7 @@ for stage in $stages; do
     # sanitizer has nothing to instrument there.
     # UF_SAN_TOOLS / UF_SAN_TESTS narrow a run that must fit a time limit.
     for tool in ${UF_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
-      for t in ${UF_SAN_TESTS:-runtime softmax_forward softmax_backward activation dropout concurrency}; do
+      for t in ${UF_SAN_TESTS:-runtime softmax_forward softmax_backward activation dropout epilogue norm concurrency multi_device}; do
         t=build-gpu/tests/test_$t
         [ -x "$t" ] || { echo "no $t" | tee -a "$out/summary.txt"; continue; }
         log "compute-sanitizer $tool $(basename "$t") (UF_TEST_QUICK=1)"
@@ -93,6 +97,59 @@ for stage in $stages; do
       --out-json "$out/torch_norm_h200_$commit.json" \
       --out-png "$out/torch_norm_h200_$commit.png" \
       2>&1 | tee "$out/torch_norm.log" | tail -140 || status=1
+    ;;
+  python)
+    log "python/run_tests.py on $(python3 -c 'import torch; print("torch", torch.__version__)')"
+    UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so python3 python/run_tests.py \
+      >"$out/python_tests.log" 2>&1 || status=1
+    grep -E '^(skipped|unittest|FAIL|ERROR)' "$out/python_tests.log" | tee -a "$out/summary.txt"
+    log "the PyTorch example of docs/api.md, on the GPU"
+    ex=$(mktemp -d)
+    python3 tests/doc_examples/extract.py docs/api.md --out "$ex" example_torch.py example_torch.out &&
+      (cd "$ex" && PYTHONPATH=$PWD/python UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so \
+        python3 example_torch.py) >"$ex/actual.out" 2>&1
+    cat "$ex/actual.out" >>"$out/summary.txt"
+    diff "$ex/example_torch.out" "$ex/actual.out" | tee -a "$out/summary.txt"
+    ;;
+  train | ddp)
+    # A model that learns the copy task within the run (a wider one stayed
+    # at the chance loss ln 16, where rounding noise drives Adam and no two
+    # runs agree); dropout off where loss curves are compared step by step.
+    train() {
+      UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so python3 python/train_tiny_transformer.py \
+        --steps "${UF_TRAIN_STEPS:-300}" --d-model 128 --heads 4 --layers 4 --half 16 --batch 64 \
+        --lr 1e-3 --log-every 50 "$@" >>"$out/train.log" 2>&1 || status=1
+    }
+    compare() {
+      python3 python/compare_runs.py "$@" 2>&1 | tee -a "$out/summary.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    }
+    rate() { python3 -c 'import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    print("%-28s %6.1f steps/s  final loss %.5f  (%s, %d process(es))" % (f.split("/")[-1],
+          d["steps_per_s"], d["final_loss"], d["device"], d["world_size"]))' "$@" |
+      tee -a "$out/summary.txt"; }
+    if [ "$stage" = train ]; then
+      for mode in eager compile; do
+        flag=$([ $mode = compile ] && echo --compile)
+        log "training, $mode: unifuse vs PyTorch ops, dropout 0, then 0.1"
+        train $flag --dropout 0 --json "$out/train_unifuse_$mode.json"
+        train $flag --dropout 0 --reference --json "$out/train_reference_$mode.json"
+        compare "$out/train_unifuse_$mode.json" "$out/train_reference_$mode.json" --rtol 1e-2
+        train $flag --dropout 0.1 --json "$out/train_unifuse_dropout_$mode.json"
+        train $flag --dropout 0.1 --reference --json "$out/train_reference_dropout_$mode.json"
+        rate "$out"/train_*_$mode.json
+      done
+    else
+      log "DistributedDataParallel, NCCL: 2 processes on 2 GPUs vs 1, same global batch"
+      train --dropout 0 --json "$out/ddp_1gpu.json"
+      train --dropout 0 --nproc 2 --json "$out/ddp_2gpu.json"
+      compare "$out/ddp_2gpu.json" "$out/ddp_1gpu.json" --rtol 1e-4
+      train --dropout 0 --reference --json "$out/ddp_1gpu_reference.json"
+      train --dropout 0 --reference --nproc 2 --json "$out/ddp_2gpu_reference.json"
+      rate "$out"/ddp_*.json
+    fi
     ;;
   esac
 done

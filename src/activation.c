@@ -95,8 +95,8 @@ static uf_status check_common(const uf_activation_desc *act, const uf_dropout_de
  * block per 4096 elements). */
 #define UF_ACT_WAVES 4
 
-static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
-                        uf_stream stream)
+static uf_status launch_here(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
+                             uf_stream stream)
 {
     uf_device_limits lim;
     const uf_status st = ufb_device_limits(&lim);
@@ -109,6 +109,17 @@ static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *
     const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
                          (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES};
     return launchers[backward][dtype - 1][vec_ok](&l, a);
+}
+
+/* launch_here on the stream's device. */
+static uf_status launch(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
+                        uf_stream stream)
+{
+    uf_device_scope scope;
+    uf_status st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = launch_here(backward, dtype, a, vec_ok, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_activation_forward(const uf_activation_desc *act, const uf_dropout_desc *drop,

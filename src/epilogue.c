@@ -83,6 +83,39 @@ static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
     return 1;
 }
 
+/* The forward's launch, on the current device (the stream's). */
+static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a, uf_stream stream)
+{
+    uf_launch l = {0, 0, stream, 0};
+    const uf_status st =
+        uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks, &l);
+    return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
+}
+
+/* The backward's scratch, launch and column sums (a ROW bias's `db`, a ROW
+ * scale's `ds`), on the current device (the stream's). */
+static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *a, void *db,
+                                void *ds, uf_stream stream)
+{
+    uf_launch l = {0, 0, stream, 0};
+    uf_status st =
+        uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks, &l);
+    if (st != UF_OK)
+        return st;
+    uf_colsum_args sums = {NULL, {db, ds}, a->cols, a->nchunks};
+    const int reduce = db || ds;
+    if (reduce) {
+        st = uf_colsum_begin(&sums, desc->dtype, stream);
+        if (st != UF_OK)
+            return st;
+        a->partial = (void *)sums.partial;
+    }
+    st = launchers[PASS_BWD][desc->dtype - 1][a->vec](&l, a);
+    if (reduce)
+        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
+    return st;
+}
+
 uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_desc *drop,
                               const void *x, const void *bias, const void *scale,
                               const void *residual, void *y, uf_stream stream)
@@ -113,11 +146,11 @@ uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_des
         return UF_ERR_ALIAS;
     const void *ptrs[] = {x, y, a.bias, a.scale, a.residual};
     a.vec = vec_ok(desc, ptrs, 5);
-    uf_launch l = {0, 0, stream, 0};
-    st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &l);
-    if (st != UF_OK)
-        return st;
-    return launchers[PASS_FWD][desc->dtype - 1][a.vec](&l, &a);
+    uf_device_scope scope;
+    st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = queue_forward(desc, &a, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_desc *drop,
@@ -168,20 +201,9 @@ uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_de
     a.dresidual = dr;
     const void *ptrs[] = {x, dy, dx, a.bias, a.scale, a.dbias, dr};
     a.vec = vec_ok(desc, ptrs, 7);
-    uf_launch l = {0, 0, stream, 0};
-    st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &l);
-    if (st != UF_OK)
-        return st;
-    uf_colsum_args sums = {NULL, {desc->bias == UF_OPERAND_ROW ? db : NULL, ds}, a.cols, a.nchunks};
-    const int reduce = sums.out[0] || sums.out[1];
-    if (reduce) {
-        st = uf_colsum_begin(&sums, desc->dtype, stream);
-        if (st != UF_OK)
-            return st;
-        a.partial = (void *)sums.partial;
-    }
-    st = launchers[PASS_BWD][desc->dtype - 1][a.vec](&l, &a);
-    if (reduce)
-        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
-    return st;
+    uf_device_scope scope;
+    st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = queue_backward(desc, &a, desc->bias == UF_OPERAND_ROW ? db : NULL, ds, stream);
+    return ufb_scope_leave(&scope, st);
 }

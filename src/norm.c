@@ -97,6 +97,52 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
     return 1;
 }
 
+/* The forward's launch, on the current device (the stream's). */
+static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
+{
+    uf_launch l = {0, 0, stream, 0};
+    const uf_status st = plan_rows(a, &l);
+    return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
+}
+
+/* The backward's scratch, launches and column sums (`dw`, `db` where asked
+ * for; `stats_bytes` per statistic), on the current device (the stream's). */
+static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void *dw, void *db,
+                                size_t stats_bytes, uf_stream stream)
+{
+    uf_launch l = {0, 0, stream, 0};
+    uf_status st = plan_rows(a, &l);
+    if (st != UF_OK)
+        return st;
+    const int columns = dw || db;
+    uf_colsum_args sums = {NULL, {dw, db}, a->cols, 0};
+    uf_launch lc = {0, 0, stream, 0};
+    if (columns) {
+        st = uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks,
+                            &lc);
+        sums.nchunks = a->nchunks;
+        if (st == UF_OK && desc->kind == UF_NORM_LAYER)
+            st = ufb_malloc_async(&a->shift, stats_bytes, stream);
+        if (st != UF_OK)
+            return st;
+        st = uf_colsum_begin(&sums, desc->dtype, stream);
+        if (st != UF_OK) {
+            ufb_free_async(a->shift, stream);
+            return st;
+        }
+        a->partial = (void *)sums.partial;
+    }
+    st = launchers[PASS_BWD][desc->dtype - 1][a->vec](&l, a);
+    if (columns) {
+        if (st == UF_OK)
+            st = launchers[PASS_COLS][desc->dtype - 1][a->vec](&lc, a);
+        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
+        const uf_status freed = a->shift ? ufb_free_async(a->shift, stream) : UF_OK;
+        st = st != UF_OK ? st : freed;
+    }
+    return st;
+}
+
 uf_status uf_norm_forward(const uf_norm_desc *desc, const void *x, const void *residual,
                           const void *weight, const void *bias, void *y, void *h_out, void *mean,
                           void *rstd, uf_stream stream)
@@ -143,11 +189,11 @@ uf_status uf_norm_forward(const uf_norm_desc *desc, const void *x, const void *r
     }
     const void *ptrs[] = {x, a.residual, a.weight, a.bias, y, h_out};
     a.vec = vec_ok(desc, ptrs, 6);
-    uf_launch l = {0, 0, stream, 0};
-    st = plan_rows(&a, &l);
-    if (st != UF_OK)
-        return st;
-    return launchers[PASS_FWD][desc->dtype - 1][a.vec](&l, &a);
+    uf_device_scope scope;
+    st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = queue_forward(desc, &a, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_norm_backward(const uf_norm_desc *desc, const void *h, const void *weight,
@@ -196,33 +242,9 @@ uf_status uf_norm_backward(const uf_norm_desc *desc, const void *h, const void *
     }
     const void *ptrs[] = {h, a.weight, dy, dh_extra, dx};
     a.vec = vec_ok(desc, ptrs, 5);
-    uf_launch l = {0, 0, stream, 0};
-    st = plan_rows(&a, &l);
-    if (st != UF_OK)
-        return st;
-    uf_colsum_args sums = {NULL, {dw, db}, a.cols, 0};
-    uf_launch lc = {0, 0, stream, 0};
-    if (columns) {
-        st = uf_colsum_plan(a.rows, a.cols, &a.tpr, &a.col_tiles, &a.chunk_rows, &a.nchunks, &lc);
-        sums.nchunks = a.nchunks;
-        if (st == UF_OK && layer)
-            st = ufb_malloc_async(&a.shift, z.stats, stream);
-        if (st != UF_OK)
-            return st;
-        st = uf_colsum_begin(&sums, desc->dtype, stream);
-        if (st != UF_OK) {
-            ufb_free_async(a.shift, stream);
-            return st;
-        }
-        a.partial = (void *)sums.partial;
-    }
-    st = launchers[PASS_BWD][desc->dtype - 1][a.vec](&l, &a);
-    if (columns) {
-        if (st == UF_OK)
-            st = launchers[PASS_COLS][desc->dtype - 1][a.vec](&lc, &a);
-        st = uf_colsum_finish(&sums, desc->dtype, st, stream);
-        const uf_status freed = a.shift ? ufb_free_async(a.shift, stream) : UF_OK;
-        st = st != UF_OK ? st : freed;
-    }
-    return st;
+    uf_device_scope scope;
+    st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = queue_backward(desc, &a, dw, db, z.stats, stream);
+    return ufb_scope_leave(&scope, st);
 }

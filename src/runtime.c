@@ -6,6 +6,30 @@ uf_status uf_get_device_info(uf_device_info *info)
     return info ? ufb_device_info(info) : UF_ERR_NULL_POINTER;
 }
 
+uf_status uf_device_count(int *count)
+{
+    return count ? ufb_device_count(count) : UF_ERR_NULL_POINTER;
+}
+
+uf_status uf_set_device(int device)
+{
+    int count = 0;
+    const uf_status st = ufb_device_count(&count);
+    if (st != UF_OK)
+        return st;
+    return device >= 0 && device < count ? ufb_set_device(device) : UF_ERR_NO_DEVICE;
+}
+
+uf_status uf_get_device(int *device)
+{
+    return device ? ufb_get_device(device) : UF_ERR_NULL_POINTER;
+}
+
+uf_status uf_stream_device(uf_stream stream, int *device)
+{
+    return device ? ufb_stream_device(stream, device) : UF_ERR_NULL_POINTER;
+}
+
 uf_status uf_malloc(void **ptr, size_t bytes)
 {
     if (!ptr)
@@ -33,14 +57,24 @@ uf_status uf_memcpy(void *dst, const void *src, size_t bytes, uf_copy_kind kind,
         return UF_OK;
     if (!dst || !src)
         return UF_ERR_NULL_POINTER;
-    return ufb_memcpy(dst, src, bytes, kind, stream);
+    uf_device_scope scope;
+    uf_status st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = ufb_memcpy(dst, src, bytes, kind, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_memset(void *dst, int value, size_t bytes, uf_stream stream)
 {
     if (bytes == 0)
         return UF_OK;
-    return dst ? ufb_memset(dst, value, bytes, stream) : UF_ERR_NULL_POINTER;
+    if (!dst)
+        return UF_ERR_NULL_POINTER;
+    uf_device_scope scope;
+    uf_status st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = ufb_memset(dst, value, bytes, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_stream_create(uf_stream *stream)
@@ -75,7 +109,13 @@ uf_status uf_event_destroy(uf_event event)
 
 uf_status uf_event_record(uf_event event, uf_stream stream)
 {
-    return event ? ufb_event_record(event, stream) : UF_ERR_BAD_ARGUMENT;
+    if (!event)
+        return UF_ERR_BAD_ARGUMENT;
+    uf_device_scope scope;
+    uf_status st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = ufb_event_record(event, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 uf_status uf_event_elapsed_ms(uf_event start, uf_event end, float *ms)

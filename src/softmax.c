@@ -175,8 +175,8 @@ static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args 
 
 /* Chooses the path and launch shape from the row length and the device,
  * then launches. `vec_ok`: every pointer allows 16-byte access. */
-static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
-                        uf_stream stream)
+static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
+                             uf_stream stream)
 {
     uf_device_limits lim;
     uf_status st = ufb_device_limits(&lim);
@@ -225,6 +225,17 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
         return paths[PATH_STREAM](&l, a);
     }
     return launch_split(paths, a, l, width, acc_size);
+}
+
+/* launch_here on the stream's device. */
+static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
+                        uf_stream stream)
+{
+    uf_device_scope scope;
+    uf_status st = ufb_scope_enter(stream, &scope);
+    if (st == UF_OK)
+        st = launch_here(backward, d, a, vec_ok, stream);
+    return ufb_scope_leave(&scope, st);
 }
 
 static void fill_rows(const uf_softmax_desc *d, uf_softmax_args *a, int64_t count)

@@ -66,6 +66,61 @@ extern "C" uf_status ufb_device_limits(uf_device_limits *limits)
     return st;
 }
 
+extern "C" uf_status ufb_device_count(int *count)
+{
+    /* No device or no driver is a count of 0, not a failure. */
+    if (cudaGetDeviceCount(count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *count = 0;
+    }
+    return UF_OK;
+}
+
+extern "C" uf_status ufb_set_device(int device)
+{
+    return status_from(cudaSetDevice(device));
+}
+
+extern "C" uf_status ufb_get_device(int *device)
+{
+    return current_device(device);
+}
+
+extern "C" uf_status ufb_stream_device(uf_stream s, int *device)
+{
+    if (!s)
+        return current_device(device);
+    return status_from(cudaStreamGetDevice((cudaStream_t)s, device));
+}
+
+/* The current device is the vendor runtime's per-thread state, so switching
+ * it here is invisible to other threads; it is switched back on leaving. */
+extern "C" uf_status ufb_scope_enter(uf_stream s, uf_device_scope *scope)
+{
+    scope->previous = 0;
+    scope->switched = 0;
+    if (!s)
+        return UF_OK; /* the default stream of the current device */
+    int dev = 0, cur = 0;
+    uf_status st = ufb_stream_device(s, &dev);
+    if (st == UF_OK)
+        st = current_device(&cur);
+    if (st == UF_OK && dev != cur) {
+        st = status_from(cudaSetDevice(dev));
+        scope->previous = cur;
+        scope->switched = st == UF_OK;
+    }
+    return st;
+}
+
+extern "C" uf_status ufb_scope_leave(const uf_device_scope *scope, uf_status st)
+{
+    if (!scope->switched)
+        return st;
+    const uf_status restored = status_from(cudaSetDevice(scope->previous));
+    return st != UF_OK ? st : restored;
+}
+
 extern "C" uf_status ufb_device_info(uf_device_info *info)
 {
     int dev = 0;

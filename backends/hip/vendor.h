@@ -28,6 +28,7 @@
 
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDevice hipGetDevice
+#define cudaSetDevice hipSetDevice
 #define cudaDeviceAttr hipDeviceAttribute_t
 #define cudaDeviceGetAttribute hipDeviceGetAttribute
 #define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
@@ -50,6 +51,16 @@
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 
 #define cudaStream_t hipStream_t
+/* HIP 5.x reports a stream's device by return value, -1 for a bad handle. */
+static inline hipError_t uf_hip_stream_device(hipStream_t s, int *device)
+{
+    const int d = hipGetStreamDeviceId(s);
+    if (d < 0)
+        return hipErrorInvalidHandle;
+    *device = d;
+    return hipSuccess;
+}
+#define cudaStreamGetDevice uf_hip_stream_device
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaStreamDestroy hipStreamDestroy

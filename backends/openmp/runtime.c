@@ -33,6 +33,45 @@ uf_status ufb_device_limits(uf_device_limits *limits)
     return UF_OK;
 }
 
+uf_status ufb_device_count(int *count)
+{
+    *count = 1;
+    return UF_OK;
+}
+
+uf_status ufb_set_device(int device)
+{
+    (void)device; /* always 0 here: checked against the count */
+    return UF_OK;
+}
+
+uf_status ufb_get_device(int *device)
+{
+    *device = 0;
+    return UF_OK;
+}
+
+uf_status ufb_stream_device(uf_stream s, int *device)
+{
+    (void)s;
+    *device = 0;
+    return UF_OK;
+}
+
+uf_status ufb_scope_enter(uf_stream s, uf_device_scope *scope)
+{
+    (void)s;
+    scope->previous = 0;
+    scope->switched = 0;
+    return UF_OK;
+}
+
+uf_status ufb_scope_leave(const uf_device_scope *scope, uf_status st)
+{
+    (void)scope;
+    return st;
+}
+
 uf_status ufb_device_info(uf_device_info *info)
 {
     uf_device_limits lim;

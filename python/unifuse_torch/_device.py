@@ -36,10 +36,11 @@ def check_tensors(lib, op, *tensors):
 
 @contextlib.contextmanager
 def launch_on(device):
-    """Makes `device` current (GPU pointers must belong to the current
-    device) and yields the uf_stream to pass: PyTorch's current stream on a
-    GPU, so the kernel is ordered with torch's own work; NULL on the CPU,
-    where every call is synchronous."""
+    """Makes `device` current and yields the uf_stream to pass: PyTorch's
+    current stream on a GPU, so the kernel is ordered with torch's own work;
+    NULL on the CPU, where every call is synchronous. unifuse runs a call on
+    its stream's device, but torch's default stream is the NULL handle,
+    which means the current device's."""
     if device.type == "cpu":
         yield None
         return

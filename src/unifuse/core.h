@@ -88,6 +88,25 @@ const char *uf_backend_name(uf_backend backend);
  * none (the OpenMP backend always has one). */
 uf_status uf_get_device_info(uf_device_info *info);
 
+/* Devices. Each host thread has a current device (0 until it chooses
+ * another), as in the vendor runtimes; it is the one uf_malloc,
+ * uf_stream_create, uf_event_create, uf_get_device_info,
+ * uf_device_synchronize and the default stream (NULL) refer to. A kernel
+ * call or copy given a stream runs on that stream's device, whatever the
+ * calling thread's current device, and leaves the thread's current device
+ * as it found it; the tensors passed must live on that device. The OpenMP
+ * backend has one device, 0. */
+
+/* Number of devices the backend sees (0 on a GPU build without a device). */
+uf_status uf_device_count(int *count);
+/* Makes `device` the calling thread's current device. UF_ERR_NO_DEVICE for
+ * an index outside [0, count). */
+uf_status uf_set_device(int device);
+/* The calling thread's current device. */
+uf_status uf_get_device(int *device);
+/* The device `stream` belongs to; the current device for NULL. */
+uf_status uf_stream_device(uf_stream stream, int *device);
+
 /* Device memory. uf_malloc of 0 bytes sets *ptr to NULL and succeeds;
  * uf_free(NULL) succeeds. */
 uf_status uf_malloc(void **ptr, size_t bytes);
@@ -104,7 +123,7 @@ uf_status uf_stream_create(uf_stream *stream);
 uf_status uf_stream_destroy(uf_stream stream);
 /* Waits for all work on the stream; reports asynchronous faults as a status. */
 uf_status uf_stream_synchronize(uf_stream stream);
-/* Waits for all work on the device. */
+/* Waits for all work on the current device. */
 uf_status uf_device_synchronize(void);
 
 /* Timing events (wall clock on OpenMP, where work is synchronous). */

@@ -2,11 +2,13 @@
 # CI step: unifuse as downstream projects see it (issue 7). Installs the
 # OpenMP build into a temporary prefix; builds tests/consumers/ outside the
 # tree through pkg-config only (C99, C11, C++17; shared and static) and runs
-# it; installs a second OpenMP build with another name (warp 64, variant w64)
+# it; builds and runs the C example of docs/api.md as written (blocks marked
+# <!-- tested: ... -->) and compares its output with the one shown there;
+# installs a second OpenMP build with another name (warp 64, variant w64)
 # beside the first and checks that nothing was overwritten; checks that the
 # CUDA and HIP builds would install no colliding file (configure only, where
 # nvcc or hipcc exist); builds the consumers with unifuse as a Meson
-# subproject. Needs meson, ninja, pkg-config, gcc, g++ and binutils.
+# subproject. Needs meson, ninja, pkg-config, gcc, g++, binutils and python3.
 # UF_KEEP_WORK=1 keeps the temporary folder for inspection.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -149,6 +151,26 @@ pass "static consumers need no libunifuse*.so"
 for exe in c99-shared c11-shared cpp17-shared c99-static cpp17-static; do
   run_consumer $exe openmp 32
 done
+
+section "docs/api.md: the C example, built and run as written"
+# Before the second install: unifuse.pc still names the warp-32 build the
+# docs' output comes from.
+doc=$work/api-md
+mkdir "$doc"
+quiet doc-extract python3 "$root/tests/doc_examples/extract.py" "$root/docs/api.md" --out "$doc" \
+  example.c example-c.sh example-c.out
+build_consumer doc-example gcc c11 "$doc/example.c" unifuse
+"$work/doc-example" >"$doc/werror.out" || fail "doc-example exited with status $?"
+diff -u "$doc/example-c.out" "$doc/werror.out" >&2 ||
+  fail "doc-example: output differs from example-c.out in docs/api.md (- docs, + now)"
+pass "doc-example prints what docs/api.md shows ($(wc -l <"$doc/example-c.out") lines)"
+# The commands of example-c.sh themselves: cc, the pkg-config name, ./example.
+(cd "$doc" && LD_LIBRARY_PATH=$prefix/lib bash -e example-c.sh) >"$doc/as-written.out" \
+  2>"$doc/as-written.err" || { cat "$doc/as-written.err" >&2; fail "example-c.sh of docs/api.md"; }
+[ ! -s "$doc/as-written.err" ] || { cat "$doc/as-written.err" >&2; fail "example-c.sh: diagnostics"; }
+diff -u "$doc/example-c.out" "$doc/as-written.out" >&2 ||
+  fail "example-c.sh: output differs from example-c.out in docs/api.md (- docs, + now)"
+pass "example-c.sh of docs/api.md as written: builds without diagnostics, prints example-c.out"
 
 section "a second build (warp 64, variant w64) installed beside the first"
 (cd "$prefix" && installed_files | while read -r f; do

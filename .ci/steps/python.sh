@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The PyTorch binding (python/unifuse_torch) on Debian's PyTorch, CPU only:
 # build the OpenMP library in its own folder, run the unit tests with the
-# Debian python, train the tiny transformer briefly with unifuse and with
-# PyTorch's ops only (dropout off) and compare the loss curves, train on 2
-# processes (gloo) and compare with 1 at the same global batch, and train
-# once with dropout on. Ends with 'python: N passed, N failed, N skipped'.
+# Debian python, run the PyTorch example of docs/api.md as written and
+# compare its output with the one shown there, train the tiny transformer
+# briefly with unifuse and with PyTorch's ops only (dropout off) and compare
+# the loss curves, train on 2 processes (gloo) and compare with 1 at the
+# same global batch, and train once with dropout on. Ends with
+# 'python: N passed, N failed, N skipped'.
 # Needs meson, ninja and gcc (.ci/run installs them); about 2-4 minutes on
 # 2 cores once python3-torch is installed.
 set -uo pipefail
@@ -58,6 +60,20 @@ fi
 if [ "$tests_rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
   failed=$((failed + 1))  # the runner itself failed (import error, no tests)
 fi
+
+section "docs/api.md: the PyTorch example, run as written"
+# The blocks marked <!-- tested: ... --> there: the script, and what it
+# prints on the OpenMP build.
+torch_example() {
+  local dir=$work/doc-example package=$PWD/python
+  mkdir -p "$dir" &&
+    "$PY" tests/doc_examples/extract.py docs/api.md --out "$dir" example_torch.py \
+      example_torch.out &&
+    (cd "$dir" && PYTHONPATH=$package "$PY" example_torch.py) | tee "$dir/actual.out" &&
+    diff -u "$dir/example_torch.out" "$dir/actual.out" >&2 &&
+    echo "same output as example_torch.out in docs/api.md"
+}
+check "PyTorch example of docs/api.md (- docs, + now)" torch_example
 
 train() { "$PY" python/train_tiny_transformer.py --steps "$STEPS" --log-every 10 "$@"; }
 

@@ -78,25 +78,35 @@ for stage in $stages; do
       2>&1 | tee "$out/bench_norm.log" | tail -100 || status=1
     ;;
   torch)
+    # UF_TORCH_OPS narrows the comparisons (softmax activation epilogue norm).
+    ops=" ${UF_TORCH_OPS:-softmax activation epilogue norm} "
+    if [[ $ops == *" softmax "* ]]; then
     log "compare_torch.py"
     python3 bench/compare_torch.py --lib build-gpu/libunifuse-cuda.so \
       --out-json "$out/torch_softmax_h200.json" --out-png "$out/torch_softmax_h200.png" \
       2>&1 | tee "$out/torch.log" | tail -80 || status=1
+    fi
+    if [[ $ops == *" activation "* ]]; then
     log "compare_torch_activation.py"
     python3 bench/compare_torch_activation.py --lib build-gpu/libunifuse-cuda.so \
       --out-json "$out/torch_activation_h200_$commit.json" \
       --out-png "$out/torch_activation_h200_$commit.png" \
       2>&1 | tee "$out/torch_activation.log" | tail -80 || status=1
+    fi
+    if [[ $ops == *" epilogue "* ]]; then
     log "compare_torch_epilogue.py"
     python3 bench/compare_torch_epilogue.py --lib build-gpu/libunifuse-cuda.so \
       --out-json "$out/torch_epilogue_h200_$commit.json" \
       --out-png "$out/torch_epilogue_h200_$commit.png" \
       2>&1 | tee "$out/torch_epilogue.log" | tail -60 || status=1
+    fi
+    if [[ $ops == *" norm "* ]]; then
     log "compare_torch_norm.py"
     python3 bench/compare_torch_norm.py --lib build-gpu/libunifuse-cuda.so \
       --out-json "$out/torch_norm_h200_$commit.json" \
       --out-png "$out/torch_norm_h200_$commit.png" \
       2>&1 | tee "$out/torch_norm.log" | tail -140 || status=1
+    fi
     ;;
   python)
     log "python/run_tests.py on $(python3 -c 'import torch; print("torch", torch.__version__)')"

@@ -59,6 +59,9 @@ def parse_args(argv):
                         "CPU, where this model is too small to gain from more, and where busy "
                         "cores make every parallel region wait")
     p.add_argument("--json", help="write a summary here (rank 0)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after training, profile N more steps with torch.profiler and print "
+                        "the ops by host time (rank 0)")
     a = p.parse_args(argv)
     if a.d_model % a.heads:
         p.error("--d-model must be a multiple of --heads")
@@ -134,6 +137,8 @@ def train(rank, world, args):
             say("step %5d  loss %.5f  %.1f steps/s" % (step, losses[-1], step / elapsed),
                 flush=True)
     end = time.perf_counter()
+    if args.profile and rank == 0:
+        profile_steps(model, opt, args, device, world)
     timed = args.steps - warmup
     rate = timed / (end - warm) if warm is not None and timed > 0 else args.steps / (end - started)
     summary = {
@@ -161,6 +166,26 @@ def train(rank, world, args):
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
     return summary
+
+
+def profile_steps(model, opt, args, device, world):
+    """Where a step's host time goes: unifuse's calls go through Python
+    (ctypes, and torch.library on PyTorch >= 2.4), PyTorch's own ops do not."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for step in range(args.profile):
+            tokens = batch(args, args.steps + 1 + step, 0, world, device)
+            loss = loss_fn(model(tokens), tokens, args.half)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), flush=True)
 
 
 def set_threads(args):

@@ -73,6 +73,7 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
                 p = layer ? UF_VNAME(uf_norm_pivot)(&a, base) : (UF_ACC)0;
+                UF_UNROLL_BY(UF_NORM_UNITS)
                 for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                      c0 += (int64_t)a.group * UF_ACT_UNIT) {
                     UF_ACC h[UF_ACT_UNIT];
@@ -96,6 +97,7 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
                 UF_ACC acc = 0;
                 if (row < a.rows) {
                     const int64_t base = row * a.cols;
+                    UF_UNROLL_BY(UF_NORM_UNITS)
                     for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                          c0 += (int64_t)a.group * UF_ACT_UNIT) {
                         UF_ACC h[UF_ACT_UNIT];
@@ -126,6 +128,7 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
                 if (a.rstd)
                     ((UF_ACC *)a.rstd)[row] = rstd;
             }
+            UF_UNROLL_BY(UF_NORM_UNITS)
             for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                  c0 += (int64_t)a.group * UF_ACT_UNIT) {
                 UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
@@ -172,6 +175,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
                 const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                UF_UNROLL_BY(UF_NORM_UNITS)
                 for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                      c0 += (int64_t)a.group * UF_ACT_UNIT) {
                     UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
@@ -209,6 +213,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             const UF_ACC mean_ghat = rstd * (UF_X(s_gh) - delta * UF_X(s_g)) * inv_n;
             if (a.shift && t % a.group == 0)
                 ((UF_ACC *)a.shift)[row] = delta;
+            UF_UNROLL_BY(UF_NORM_UNITS)
             for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                  c0 += (int64_t)a.group * UF_ACT_UNIT) {
                 UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], extra[UF_ACT_UNIT];
@@ -238,11 +243,15 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
         const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
         UF_THREADS (t) {
             const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
-            const int64_t r_end =
+            /* A thread past the last column walks no rows; the bound is
+             * folded into r_end so that the loop has one exit to unroll. */
+            const int64_t r_stop =
                 (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
+            const int64_t r_end = c0 < a.cols ? r_stop : 0;
             UF_ACC dw[UF_ACT_UNIT], db[UF_ACT_UNIT];
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) dw[e] = db[e] = 0;
-            for (int64_t r = chunk * a.chunk_rows + t / a.tpr; c0 < a.cols && r < r_end;
+            UF_UNROLL_BY(UF_NORM_UNITS)
+            for (int64_t r = chunk * a.chunk_rows + t / a.tpr; r < r_end;
                  r += UF_NTHREADS / a.tpr) {
                 const int64_t base = r * a.cols;
                 /* (h - stored mean) - shift: the row's exact centring. */

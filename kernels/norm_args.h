@@ -10,6 +10,12 @@
 
 #include "kernels/column_sums_args.h"
 
+/* Units (of UF_ACT_UNIT elements) each thread of a row group walks per pass
+ * where the row is long enough; the row loops are unrolled by as much, so
+ * that a thread's loads are in flight together rather than one 16-byte
+ * load per barrier-separated pass (a plain literal: it goes into a pragma). */
+#define UF_NORM_UNITS 4
+
 typedef struct uf_norm_args {
     const void *x, *residual, *weight, *bias; /* forward inputs (backward: x is h) */
     const void *dy, *dh_extra;                /* backward inputs */

@@ -64,8 +64,9 @@ static uf_status check_desc(const uf_norm_desc *d, uf_norm_args *a, sizes *z)
     return st;
 }
 
-/* Threads per row and block shape: up to a warp per row with several rows
- * per block, or one row per block of up to the largest block. */
+/* Threads per row (enough for UF_NORM_UNITS units each, a power of two) and
+ * block shape: up to a warp per row with several rows per block, or one row
+ * per block of up to the largest block. */
 static uf_status plan_rows(uf_norm_args *a, uf_launch *l)
 {
     uf_device_limits lim;
@@ -77,8 +78,9 @@ static uf_status plan_rows(uf_norm_args *a, uf_launch *l)
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
     const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
+    const int64_t wanted = (units + UF_NORM_UNITS - 1) / UF_NORM_UNITS;
     int group = 1;
-    while (group < units && group < max_threads)
+    while (group < wanted && group < max_threads)
         group *= 2;
     a->group = group;
     l->threads = group <= warp ? (4 * warp <= max_threads ? 4 * warp : warp) : group;

@@ -26,6 +26,8 @@
 #define UF_RESTRICT __restrict__
 #define UF_EXTERN_C extern "C"
 #define UF_UNROLL _Pragma("unroll")
+#define UF_PRAGMA_(x) _Pragma(#x)
+#define UF_UNROLL_BY(n) UF_PRAGMA_(unroll n)
 
 typedef struct uf_kdims {
     int64_t blocks;

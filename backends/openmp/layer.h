@@ -34,6 +34,8 @@
 #define UF_RESTRICT restrict
 #define UF_EXTERN_C
 #define UF_UNROLL _Pragma("GCC unroll 16")
+#define UF_PRAGMA_(x) _Pragma(#x)
+#define UF_UNROLL_BY(n) UF_PRAGMA_(GCC unroll n)
 
 /* ---- kernels and launch ---- */
 typedef struct uf_kdims {

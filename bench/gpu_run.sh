@@ -114,9 +114,9 @@ for stage in $stages; do
       >"$out/python_tests.log" 2>&1 || status=1
     grep -E '^(skipped|unittest|FAIL|ERROR)' "$out/python_tests.log" | tee -a "$out/summary.txt"
     log "the PyTorch example of docs/api.md, on the GPU"
-    ex=$(mktemp -d)
+    ex=$(mktemp -d) root=$PWD
     python3 tests/doc_examples/extract.py docs/api.md --out "$ex" example_torch.py example_torch.out &&
-      (cd "$ex" && PYTHONPATH=$PWD/python UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so \
+      (cd "$ex" && PYTHONPATH=$root/python UNIFUSE_LIBRARY=$root/build-gpu/libunifuse-cuda.so \
         python3 example_torch.py) >"$ex/actual.out" 2>&1
     cat "$ex/actual.out" >>"$out/summary.txt"
     diff "$ex/example_torch.out" "$ex/actual.out" | tee -a "$out/summary.txt"

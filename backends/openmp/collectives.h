@@ -12,24 +12,30 @@
              : uf_cpu_##op##_f32, double                                                           \
              : uf_cpu_##op##_f64)((v), UF_NTHREADS, (width))
 
-/* One xor-shuffle butterfly over groups of `width` lanes of each warp. */
+/* One xor-shuffle butterfly over groups of `width` lanes of each warp: lane
+ * l becomes COMBINE(lane l, lane l ^ off) at each step. Each pair of partner
+ * lanes is updated together from both old values, in place, so that the
+ * inner loop runs over contiguous lanes and vectorises (same results as a
+ * copy through a temporary). */
 #define UF_CPU_DEFINE_WARP(name, T, COMBINE)                                                       \
     static inline void uf_cpu_##name(T *v, int nthreads, int width)                                \
     {                                                                                              \
-        T tmp[UF_WARP];                                                                            \
         for (int w0 = 0; w0 < nthreads; w0 += UF_WARP) {                                           \
             T *lane = v + w0;                                                                      \
-            for (int off = width / 2; off > 0; off /= 2) {                                         \
-                for (int l = 0; l < UF_WARP; ++l)                                                  \
-                    tmp[l] = COMBINE(lane[l], lane[l ^ off]);                                      \
-                for (int l = 0; l < UF_WARP; ++l)                                                  \
-                    lane[l] = tmp[l];                                                              \
-            }                                                                                      \
+            for (int off = width / 2; off > 0; off /= 2)                                           \
+                for (int base = 0; base < UF_WARP; base += 2 * off)                                \
+                    for (int i = base; i < base + off; ++i) {                                      \
+                        const T lo = lane[i], hi = lane[i + off];                                  \
+                        lane[i] = COMBINE(lo, hi);                                                 \
+                        lane[i + off] = COMBINE(hi, lo);                                           \
+                    }                                                                              \
         }                                                                                          \
     }
 
 /* Warp butterflies, then lane 0 of each warp publishes; every warp reduces
- * the published values (identity beyond the warp count) with a butterfly. */
+ * the published values (identity beyond the warp count) with a butterfly.
+ * Every warp starts that second butterfly from the same lanes, so it is run
+ * once, on the first warp, and the result copied to the others. */
 #define UF_CPU_DEFINE_BLOCK(name, warp_name, T, IDENTITY)                                          \
     static inline void uf_cpu_##name(T *v, int nthreads, int width)                                \
     {                                                                                              \
@@ -38,11 +44,11 @@
         uf_cpu_##warp_name(v, nthreads, width);                                                    \
         for (int w = 0; w < nwarps; ++w)                                                           \
             published[w] = v[w * UF_WARP];                                                         \
-        for (int t = 0; t < nthreads; ++t) {                                                       \
-            const int lane = t % UF_WARP;                                                          \
-            v[t] = lane < nwarps ? published[lane] : (IDENTITY);                                   \
-        }                                                                                          \
-        uf_cpu_##warp_name(v, nthreads, width);                                                    \
+        for (int l = 0; l < UF_WARP; ++l)                                                          \
+            v[l] = l < nwarps ? published[l] : (IDENTITY);                                         \
+        uf_cpu_##warp_name(v, UF_WARP, width);                                                     \
+        for (int t = UF_WARP; t < nthreads; ++t)                                                   \
+            v[t] = v[t % UF_WARP];                                                                 \
     }
 
 #define UF_CPU_ADD(a, b) ((a) + (b))

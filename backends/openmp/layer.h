@@ -33,7 +33,12 @@
 #define UF_FN static inline __attribute__((always_inline))
 #define UF_RESTRICT restrict
 #define UF_EXTERN_C
-#define UF_UNROLL _Pragma("GCC unroll 16")
+/* Loops of up to 10 iterations (Philox's rounds, the elements of an access
+ * or a dropout unit) unroll completely. Longer ones, such as the loop over a
+ * thread's 16 register values, stay loops: gcc vectorises loops, whereas a
+ * fully unrolled body of exp calls stays scalar (measured: softmax forward
+ * 1.5x faster than with "GCC unroll 16"). */
+#define UF_UNROLL _Pragma("GCC unroll 10")
 #define UF_PRAGMA_(x) _Pragma(#x)
 #define UF_UNROLL_BY(n) UF_PRAGMA_(GCC unroll n)
 

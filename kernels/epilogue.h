@@ -122,7 +122,14 @@ UF_KERNEL(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a)
                     UF_ACT_APPLY(a.kind, 0, p0, p1, tmp);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * tmp[e];
                 }
-                UF_ACT_APPLY(a.kind, 1, p0, p1, z);
+                /* The identity's derivative is 1 even where z is NaN (z is
+                 * loaded only when dscale is asked for; dx must not depend
+                 * on that). */
+                if (a.kind == UF_ACT_IDENTITY) {
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
+                } else {
+                    UF_ACT_APPLY(a.kind, 1, p0, p1, z);
+                }
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                 {
                     g[e] *= scale[e] * z[e];

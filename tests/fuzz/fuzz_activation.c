@@ -19,7 +19,7 @@
 #include "fuzz_trace.h"
 #include "fuzz_values.h"
 
-static uf_activation decode_kind(fz_bytes *b)
+uf_activation fz_decode_act_kind(fz_bytes *b)
 {
     static const int64_t invalid[] = {-1,        UF_ACT_COUNT, UF_ACT_COUNT + 1, 255,
                                       INT32_MIN, INT32_MAX,    0x10000,          100};
@@ -27,7 +27,7 @@ static uf_activation decode_kind(fz_bytes *b)
     return (uf_activation)(v < 232 ? v % UF_ACT_COUNT : invalid[v % 8]);
 }
 
-static double decode_p(fz_bytes *b)
+double fz_decode_p(fz_bytes *b)
 {
     static const double common[] = {0.0,  0.1,   0.25,          0.5,     0.9,           1.0,
                                     0.75, 1e-30, 1.0 - 0x1p-24, 0x1p-24, 1.0 - 0x1p-25, 0.999};
@@ -35,7 +35,7 @@ static double decode_p(fz_bytes *b)
     return t < 192 ? common[t % 12] : fz_real(b);
 }
 
-static uint64_t decode_u64(fz_bytes *b)
+uint64_t fz_decode_u64(fz_bytes *b)
 {
     const uint8_t t = fz_u8(b);
     return t < 128 ? t : fz_u64(b);
@@ -69,9 +69,7 @@ static int param_count(uf_activation k)
     return (int)k >= 0 && k < UF_ACT_COUNT ? params_read[k] : 0;
 }
 
-/* The documented parameter rule ("finite in fp32" plus each activation's
- * domain), judged on the values as given (wide) or as fp32 (narrow). */
-static int params_ok(uf_activation k, const double *prm, int narrow)
+int fz_act_params_ok(uf_activation k, const double *prm, int narrow)
 {
     double v[2];
     for (int i = 0; i < 2; ++i) {
@@ -119,16 +117,16 @@ void fz_activation(fz_bytes *b, int backward, int dropout_only, uf_stream stream
     int act_null = 1;
     if (!dropout_only) {
         act_null = fz_u8(b) >= 240;
-        act.kind = decode_kind(b);
+        act.kind = fz_decode_act_kind(b);
         const uf_activation_desc dflt = uf_activation_default(act.kind);
         for (int i = 0; i < 2; ++i)
             act.param[i] = fz_u8(b) < 128 ? dflt.param[i] : fz_real(b);
     }
     uf_dropout_desc drop;
     const int drop_null = fz_u8(b) < 48;
-    drop.p = decode_p(b);
-    drop.seed = decode_u64(b);
-    drop.offset = decode_u64(b);
+    drop.p = fz_decode_p(b);
+    drop.seed = fz_decode_u64(b);
+    drop.offset = fz_decode_u64(b);
     const uf_dtype dtype = fz_dtype(b);
     const int64_t count = decode_count(b);
 
@@ -148,7 +146,8 @@ void fz_activation(fz_bytes *b, int backward, int dropout_only, uf_stream stream
     if (!kind_ok)
         fz_first(&e, UF_ERR_BAD_ARGUMENT);
     if (kind_ok && !act_null) {
-        const int wide = params_ok(kind, act.param, 0), narrow = params_ok(kind, act.param, 1);
+        const int wide = fz_act_params_ok(kind, act.param, 0),
+                  narrow = fz_act_params_ok(kind, act.param, 1);
         if (!wide && !narrow)
             fz_first(&e, UF_ERR_BAD_VALUE);
         else if (wide != narrow)

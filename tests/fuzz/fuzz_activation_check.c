@@ -20,12 +20,6 @@
 #include "fuzz_check.h"
 #include "fuzz_values.h"
 
-#define FZ_TAME 0x1p60
-/* Loose: this catches wrong elements, parameters and masks; the exact
- * tolerances are the unit tests' business. */
-#define FZ_ACT_RTOL 0.02
-#define FZ_ACT_ATOL 1e-3
-
 static int tame(double v)
 {
     return isfinite(v) && fabs(v) <= FZ_TAME;
@@ -36,7 +30,7 @@ static int tame_param(double v)
     return v == 0 || (fabs(v) >= 0x1p-20 && fabs(v) <= 0x1p20);
 }
 
-static int tame_params(const fz_act_call *c)
+int fz_act_tame_params(const fz_act_call *c)
 {
     switch (c->kind) {
     case UF_ACT_HARDTANH:
@@ -55,8 +49,7 @@ static int tame_params(const fz_act_call *c)
     }
 }
 
-/* Near a breakpoint fp32 and float64 may take different branches. */
-static int near_breakpoint(const fz_act_call *c, double x)
+int fz_act_near_breakpoint(const fz_act_call *c, double x)
 {
     double pts[4];
     const int n = ar_breakpoints(c->kind, c->a, c->b, pts);
@@ -104,7 +97,7 @@ void fz_check_activation_forward(const fz_act_call *c, const double *x, const do
     }
     const double scale = c->p < 1 ? 1 / (1 - c->p) : 0;
     const double out_limit = 0.5 * fz_dtype_max(c->dtype), arith = arith_limit(c->dtype);
-    const int params = tame_params(c);
+    const int params = fz_act_tame_params(c);
     for (int64_t i = 0; i < c->count; ++i) {
         const double xi = x[i], yi = y[i];
         const int kept = bit(want_bits, i);
@@ -133,7 +126,7 @@ void fz_check_activation_forward(const fz_act_call *c, const double *x, const do
             continue;
         FZ_REQUIRE(isfinite(yi), "%s: y[%lld] = %a for x = %a, exact value %.9g", what,
                    (long long)i, yi, xi, want);
-        if (!near_breakpoint(c, xi))
+        if (!fz_act_near_breakpoint(c, xi))
             FZ_REQUIRE(fabs(yi - want) <=
                            FZ_ACT_RTOL * fabs(want) + FZ_ACT_ATOL * scale + fz_dtype_tiny(c->dtype),
                        "%s: y[%lld] = %.9g for x = %a, float64 reference %.9g", what, (long long)i,
@@ -148,7 +141,7 @@ void fz_check_activation_backward(const fz_act_call *c, const double *x, const d
     unsigned char *want_bits = expected_bits(c);
     const double scale = c->p < 1 ? 1 / (1 - c->p) : 0;
     const double out_limit = 0.5 * fz_dtype_max(c->dtype), arith = arith_limit(c->dtype);
-    const int params = tame_params(c);
+    const int params = fz_act_tame_params(c);
     for (int64_t i = 0; i < c->count; ++i) {
         const double xi = x ? x[i] : 0, g = dy[i], got = dx[i];
         const int kept = bit(want_bits, i);
@@ -177,7 +170,7 @@ void fz_check_activation_backward(const fz_act_call *c, const double *x, const d
             continue;
         FZ_REQUIRE(isfinite(got), "%s: dx[%lld] = %a for dy = %a, x = %a, exact value %.9g", what,
                    (long long)i, got, g, xi, want);
-        if (!near_breakpoint(c, xi))
+        if (!fz_act_near_breakpoint(c, xi))
             FZ_REQUIRE(fabs(got - want) <= FZ_ACT_RTOL * fabs(want) +
                                                FZ_ACT_ATOL * fabs(g) * scale +
                                                fz_dtype_tiny(c->dtype),

@@ -2,8 +2,8 @@
  * libFuzzer entry point over the public API (OpenMP backend). The first
  * input byte picks an operation from the table below; the rest of the input
  * is decoded by that operation (fuzz_softmax.c, fuzz_activation.c,
- * fuzz_runtime.c). Every finding aborts with a message; see
- * docs/reliability.md for how CI runs it.
+ * fuzz_runtime.c, fuzz_epilogue.c, fuzz_norm.c). Every finding aborts with
+ * a message; see docs/reliability.md for how CI runs it.
  */
 #include <stdint.h>
 #include <string.h>
@@ -41,13 +41,30 @@ static void dropout_backward(fz_bytes *b, uf_stream s)
 {
     fz_activation(b, 1, 1, s);
 }
+static void epilogue_forward(fz_bytes *b, uf_stream s)
+{
+    fz_epilogue(b, 0, s);
+}
+static void epilogue_backward(fz_bytes *b, uf_stream s)
+{
+    fz_epilogue(b, 1, s);
+}
+static void norm_forward(fz_bytes *b, uf_stream s)
+{
+    fz_norm(b, 0, s);
+}
+static void norm_backward(fz_bytes *b, uf_stream s)
+{
+    fz_norm(b, 1, s);
+}
 
 /* Byte 0 modulo the table's length selects the operation; byte 0's high
  * bit passes a created stream instead of NULL. Seeds in corpus/ start with
  * these indices, so append, do not reorder. */
 static const fz_op ops[] = {softmax_forward,     softmax_backward, activation_forward,
                             activation_backward, dropout_forward,  dropout_backward,
-                            fz_runtime};
+                            fz_runtime,          epilogue_forward, epilogue_backward,
+                            norm_forward,        norm_backward};
 #define NOPS (sizeof ops / sizeof ops[0])
 
 static uf_stream stream;

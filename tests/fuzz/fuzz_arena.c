@@ -87,6 +87,18 @@ int fz_place(fz_arena *a, fz_bytes *b, const char *name, size_t bytes, size_t al
     return a->n++;
 }
 
+int fz_place_null(fz_arena *a, const char *name, int output)
+{
+    FZ_REQUIRE(a->n < FZ_MAX_TENSORS, "too many tensors");
+    fz_tensor *t = &a->t[a->n];
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->align = 1;
+    t->output = output;
+    t->null = 1;
+    return a->n++;
+}
+
 void fz_arena_build(fz_arena *a)
 {
     /* Shift by a multiple of the alignment so element alignment is kept. */

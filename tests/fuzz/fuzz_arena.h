@@ -12,7 +12,7 @@
 
 #include "fuzz_bytes.h"
 
-#define FZ_MAX_TENSORS 4
+#define FZ_MAX_TENSORS 10
 
 typedef struct fz_tensor {
     const char *name;
@@ -35,6 +35,10 @@ typedef struct fz_arena {
  * one of the choices. Returns its index. */
 int fz_place(fz_arena *a, fz_bytes *b, const char *name, size_t bytes, size_t align, int output,
              int nullable);
+
+/* Adds a tensor passed as NULL without reading the input (an optional
+ * output the caller skips). Returns its index. */
+int fz_place_null(fz_arena *a, const char *name, int output);
 
 /* Allocates the arena and writes the guard pattern. */
 void fz_arena_build(fz_arena *a);

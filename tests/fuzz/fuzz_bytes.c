@@ -131,3 +131,36 @@ int64_t fz_extent(fz_bytes *b)
         return large[t % 7];
     return 1;
 }
+
+int64_t fz_dim(fz_bytes *b)
+{
+    /* 2^61 + 1 rows of f16 fit in bytes, their fp32 statistics do not. */
+    static const int64_t large[] = {-1,
+                                    INT64_MIN,
+                                    INT64_MAX,
+                                    (int64_t)1 << 62,
+                                    ((int64_t)1 << 61) + 1,
+                                    (int64_t)1 << 40,
+                                    ((int64_t)1 << 31) + 1,
+                                    (int64_t)1 << 32};
+    const uint8_t t = fz_u8(b);
+    if (t < 112)
+        return 1 + t % 16;
+    if (t < 176)
+        return 1 + fz_u16(b) % 4096;
+    if (t < 192)
+        return 1 + fz_u16(b) % 32768;
+    if (t < 208)
+        return 0;
+    if (t < 224)
+        return large[t % 8];
+    return 1 + t % 64;
+}
+
+void fz_fit_rows(int64_t *rows, int64_t cols, int64_t cap)
+{
+    if (*rows < 0 || *rows > cap || cols <= 0 || cols > cap)
+        return;
+    if (*rows > cap / cols)
+        *rows = cap / cols;
+}

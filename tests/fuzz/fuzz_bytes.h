@@ -37,4 +37,13 @@ uf_dtype fz_dtype(fz_bytes *b);
  * large enough for the byte count to overflow. */
 int64_t fz_extent(fz_bytes *b);
 
+/* rows or cols of a [rows, cols] view: mostly 1..16 or up to 4096, at times
+ * up to 32768; sometimes 0, negative, or large enough for a count or a byte
+ * count to overflow (2^31 + 1, 2^32, 2^61 + 1, ...). */
+int64_t fz_dim(fz_bytes *b);
+
+/* Lowers ordinary rows (both extents in 0..cap) so that rows * cols <= cap;
+ * an extent that is negative or huge is left for the checks to reject. */
+void fz_fit_rows(int64_t *rows, int64_t cols, int64_t cap);
+
 #endif

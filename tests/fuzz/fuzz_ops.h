@@ -14,5 +14,7 @@
 void fz_softmax(fz_bytes *b, int backward, uf_stream stream);
 void fz_activation(fz_bytes *b, int backward, int dropout_only, uf_stream stream);
 void fz_runtime(fz_bytes *b, uf_stream stream);
+void fz_epilogue(fz_bytes *b, int backward, uf_stream stream);
+void fz_norm(fz_bytes *b, int backward, uf_stream stream);
 
 #endif

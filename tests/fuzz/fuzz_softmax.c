@@ -209,7 +209,10 @@ void fz_softmax(fz_bytes *b, int backward, uf_stream stream)
         return;
     const size_t es = fz_esize(d.dtype);
     const size_t xbytes = p.desc_ok ? p.bytes : 64;
-    const size_t mbytes = p.has_mask ? p.mask_bytes : 0;
+    /* An empty x may come with a mask that is not empty (x's extent 0 lies
+     * in front of the mask's extents) and far too large to back here; the
+     * call must not look at it, so it gets no bytes, as x. */
+    const size_t mbytes = p.has_mask && p.count > 0 ? p.mask_bytes : 0;
 
     fz_arena a;
     memset(&a, 0, sizeof a);

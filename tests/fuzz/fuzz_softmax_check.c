@@ -162,9 +162,12 @@ void fz_check_softmax_backward(const uf_softmax_desc *d, int64_t count, const do
             const double want = sf * y[i] * (dy[i] - s);
             const double size = fabs(sf * y[i]) * (fabs(dy[i]) + s_abs);
             /* Products y * dy that underflow lose up to half the smallest
-             * subnormal each; scale * y may magnify that. */
+             * subnormal each; scale * y may magnify that. A first product
+             * that underflows (scale * y, or y times the difference) loses
+             * as much, magnified by the factor applied after it. */
+            const double sub = f64 ? 0x1p-1074 : 0x1p-149;
             const double underflow =
-                fabs(sf * y[i]) * (double)(sk + 2) * (f64 ? 0x1p-1074 : 0x1p-149);
+                (fabs(sf * y[i]) * (double)(sk + 2) + fabs(dy[i] - s) + fabs(sf)) * sub;
             FZ_REQUIRE(isfinite(dx[i]), "%s: dx[%lld] = %a for finite inputs", what, (long long)i,
                        dx[i]);
             if (y[i] == 0)

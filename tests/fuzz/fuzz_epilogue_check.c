@@ -31,6 +31,13 @@ static double arith_eps(uf_dtype d)
     return d == UF_F64 ? 0x1p-53 : 0x1p-24;
 }
 
+/* Absolute rounding of a product that underflows: a relative bound does
+ * not hold for it, and the factors applied after it magnify it. */
+static double arith_tiny(uf_dtype d)
+{
+    return d == UF_F64 ? 0x1p-1074 : 0x1p-149;
+}
+
 /* Intermediates beyond this may overflow, depending on the kernel's order
  * of operations. */
 static double arith_limit(uf_dtype d)
@@ -134,9 +141,12 @@ void fz_check_epilogue_forward(const fz_epi_io *c, const char *what)
         const double mk = m * e.keep, want = mk + r;
         if (!(fabs(mk) <= big))
             continue;
+        /* act, act * scale: either may round on the subnormal grid before
+         * the later factors magnify it. */
         const double tol = (FZ_ACT_RTOL * fabs(act) + FZ_ACT_ATOL) * fabs(e.s) * e.keep +
                            4 * u * (fabs(mk) + fabs(r)) + fz_dtype_eps(d->dtype) * fabs(want) +
-                           fz_dtype_tiny(d->dtype);
+                           fz_dtype_tiny(d->dtype) +
+                           arith_tiny(d->dtype) * (fabs(e.s) + 1) * (e.keep + 1);
         if (!(fabs(want) + tol <= out_limit))
             continue;
         FZ_REQUIRE(isfinite(got), "%s: y[%lld] = %a for x + bias = %a, exact value %.9g", what,
@@ -226,8 +236,9 @@ void fz_check_epilogue_backward(const fz_epi_io *c, const char *what)
             const double gk = g0 * e.keep, term = gk * act;
             if (fabs(act) <= big && fabs(term) <= big) {
                 dss[i].want = term;
-                dss[i].tol =
-                    fabs(gk) * (FZ_ACT_RTOL * fabs(act) + FZ_ACT_ATOL) + 4 * u * fabs(term);
+                dss[i].tol = arith_tiny(d->dtype) * (fabs(act) + 1) +
+                             fabs(gk) * (FZ_ACT_RTOL * fabs(act) + FZ_ACT_ATOL) +
+                             4 * u * fabs(term);
                 dss[i].judged = 1;
             }
         }
@@ -251,7 +262,10 @@ void fz_check_epilogue_backward(const fz_epi_io *c, const char *what)
             continue;
         }
         const int near = !identity && fz_act_near_breakpoint(&ac, e.h);
-        const double tol = fabs(gs) * (FZ_ACT_RTOL * fabs(der) + FZ_ACT_ATOL) + 4 * u * fabs(want);
+        /* dy * keep, then times scale * act': either product may round on
+         * the subnormal grid before the other factor magnifies it. */
+        const double tol = fabs(gs) * (FZ_ACT_RTOL * fabs(der) + FZ_ACT_ATOL) + 4 * u * fabs(want) +
+                           arith_tiny(d->dtype) * (fabs(e.s * der) + fabs(g0 * e.keep) + 1);
         const double stored = tol + fz_dtype_eps(d->dtype) * fabs(want) + fz_dtype_tiny(d->dtype);
         dxs[i].want = want;
         dxs[i].tol = tol;

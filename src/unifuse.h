@@ -23,5 +23,6 @@
 #include "unifuse/activation.h"
 #include "unifuse/epilogue.h"
 #include "unifuse/norm.h"
+#include "unifuse/attention.h"
 
 #endif /* UNIFUSE_H */

@@ -9,6 +9,8 @@
 
 #define UF_WARP 32
 #define UF_SHFL_XOR(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
+/* Value of `lane` within the caller's group of 32 lanes. */
+#define UF_SHFL(v, lane) __shfl_sync(0xffffffffu, (v), (lane), 32)
 #define UF_GPU_BACKEND UF_BACKEND_CUDA
 
 /* Two floats to two bf16 in one instruction (sm_80 and later). */
@@ -20,5 +22,23 @@ static __device__ __forceinline__ unsigned uf_cuda_f32x2_to_bf16x2(float lo, flo
     return w;
 }
 #define UF_VENDOR_F32X2_TO_BF16X2(lo, hi) uf_cuda_f32x2_to_bf16x2((lo), (hi))
+
+/* The 16x8x16 fragment product on tensor cores (sm_80 and later); its
+ * layout is the one portable/fragment_layout.h states. Older targets and
+ * the host pass use the shuffle emulation of gpu/fragments_gpu.h. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define UF_CUDA_DEFINE_MMA(name, type)                                                             \
+    static __device__ __forceinline__ void name(float *c, const unsigned *a, const unsigned *b)    \
+    {                                                                                              \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 "                \
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"             \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                              \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));          \
+    }
+UF_CUDA_DEFINE_MMA(uf_cuda_mma_f16, "f16")
+UF_CUDA_DEFINE_MMA(uf_cuda_mma_bf16, "bf16")
+#define UF_VENDOR_MMA_F16(c, a, b) uf_cuda_mma_f16((c), (a), (b))
+#define UF_VENDOR_MMA_BF16(c, a, b) uf_cuda_mma_bf16((c), (a), (b))
+#endif
 
 #endif

@@ -37,13 +37,13 @@ typedef struct uf_kdims {
 /* Maps the vendor error of the last launch to a status (gpu/runtime.c). */
 extern "C" uf_status ufb_launch_status(void);
 
-#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
-#define UF_KERNEL_(name, ArgsT, a)                                                                 \
-    __global__ void __launch_bounds__(UF_MAX_THREADS)                                              \
-        name(const uf_kdims uf_dims_, const ArgsT a);                                              \
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
+#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
+#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                            \
+    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a);   \
     extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % 32 != 0)                 \
+        if (l->threads < 1 || l->threads > (max_threads) || l->threads % 32 != 0)                  \
             return UF_ERR_LAUNCH;                                                                  \
         if (l->blocks <= 0)                                                                        \
             return UF_OK;                                                                          \
@@ -54,7 +54,7 @@ extern "C" uf_status ufb_launch_status(void);
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
     }                                                                                              \
-    __global__ void __launch_bounds__(UF_MAX_THREADS) name(const uf_kdims uf_dims_, const ArgsT a)
+    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a)
 
 #define UF_NTHREADS (uf_dims_.threads)
 
@@ -195,5 +195,11 @@ UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, double, -INFINITY)
 #define UF_WARP_MAX(v, width) ((v) = uf_warp_max((v), (width)))
 #define UF_BLOCK_SUM(v) ((v) = uf_block_sum(v))
 #define UF_BLOCK_MAX(v) ((v) = uf_block_max(v))
+
+/* ---- matrix fragments (portable/fragment_layout.h; see openmp/layer.h) ---- */
+#include "gpu/fragments_gpu.h"
+#define UF_MMA_F16(c, coff, a, aoff, b, boff) uf_mma_f16(&(c)[coff], &(a)[aoff], &(b)[boff])
+#define UF_MMA_BF16(c, coff, a, aoff, b, boff) uf_mma_bf16(&(c)[coff], &(a)[aoff], &(b)[boff])
+#define UF_MMA_F32(c, coff, a, aoff, b, boff) uf_mma_f32(&(c)[coff], &(a)[aoff], &(b)[boff])
 
 #endif

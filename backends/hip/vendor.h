@@ -12,6 +12,8 @@
  * host pass sees the compiler's default and never runs device code. */
 #define UF_WARP __AMDGCN_WAVEFRONT_SIZE
 #define UF_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
+/* Value of `lane` within the caller's group of 32 lanes (half a wave64). */
+#define UF_SHFL(v, lane) __shfl((v), (lane), 32)
 #define UF_GPU_BACKEND UF_BACKEND_HIP
 
 #define cudaError_t hipError_t

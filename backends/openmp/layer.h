@@ -50,12 +50,16 @@ typedef struct uf_kdims {
 
 /* Defines `name_launch(const uf_launch *, const ArgsT *)` and opens the body
  * of the kernel, which receives its arguments by value as `a`. */
-#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a) /* expands name first */
-#define UF_KERNEL_(name, ArgsT, a)                                                                 \
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
+/* The same, for a kernel that is launched with at most `max_threads`
+ * threads per block (GPU compilers then give each thread more registers). */
+#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
+#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                            \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
     {                                                                                              \
-        if (l->threads < 1 || l->threads > UF_MAX_THREADS || l->threads % UF_WARP != 0)            \
+        if (l->threads < 1 || l->threads > (max_threads) || l->threads > UF_MAX_THREADS ||         \
+            l->threads % UF_WARP != 0)                                                             \
             return UF_ERR_LAUNCH;                                                                  \
         const uf_kdims d = {l->blocks, l->threads};                                                \
         name##_body(d, *args);                                                                     \
@@ -141,5 +145,16 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 /* Each thread's `v` becomes the sum (max) over the whole block. */
 #define UF_BLOCK_SUM(v) UF_CPU_COLLECTIVE(block_sum, v, UF_WARP)
 #define UF_BLOCK_MAX(v) UF_CPU_COLLECTIVE(block_max, v, UF_WARP)
+
+/* ---- matrix fragments (portable/fragment_layout.h) ---- */
+#include "openmp/fragments.h"
+
+/* c[coff..] += a[aoff..] * b[boff..] in every fragment group: C four floats,
+ * A four pairs, B two pairs per lane, all exclusive arrays. Call between
+ * thread loops. The pair is a 32-bit word of two f16 (two bf16) or a
+ * uf_f32x2. */
+#define UF_MMA_F16(c, coff, a, aoff, b, boff) UF_CPU_MMA(f16, c, coff, a, aoff, b, boff)
+#define UF_MMA_BF16(c, coff, a, aoff, b, boff) UF_CPU_MMA(bf16, c, coff, a, aoff, b, boff)
+#define UF_MMA_F32(c, coff, a, aoff, b, boff) UF_CPU_MMA(f32, c, coff, a, aoff, b, boff)
 
 #endif

@@ -1,0 +1,214 @@
+/*
+ * Backward attention, dk and dv, one instantiation per (UF_DT, UF_ATT_DP);
+ * included by attention_backward.h,
+ * which binds the instantiation. A block owns UF_ATT_ROWS key rows of one
+ * (batch, key/value head), 16 per fragment group, and walks the query tiles
+ * (of every query head that reads this key/value head, in order) that can
+ * see them, in the transposed view: S^T = K Q^T, P^T = exp(S^T - lse),
+ * dv += P^T dO (dropout applied), dP^T = V dO^T, dS^T = P^T (dP^T - delta),
+ * dk += scale * dS^T Q. Each block writes its own rows: no atomics, and
+ * the grouped heads are summed in a fixed order.
+ */
+
+/* Query rows per shared-memory tile: half the forward's key tile (Q and dO
+ * tiles share the space K and V have there), at least one fragment k. */
+#define UF_ATT_BQ (UF_ATT_BN / 2 >= 16 ? UF_ATT_BN / 2 : 16)
+#define UF_NKT (UF_ATT_DP / 16)
+#define UF_NDT (UF_ATT_DP / 8)
+#define UF_NQT (UF_ATT_BQ / 8)  /* n-tiles of S^T */
+#define UF_NPT (UF_ATT_BQ / 16) /* k-tiles of P^T dO and dS^T Q */
+
+UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
+{
+    UF_BLOCKS(blk)
+    {
+        UF_SHARED(UF_T, qtile, UF_ATT_BQ * UF_ATT_LD);
+        UF_SHARED(UF_T, gtile, UF_ATT_BQ * UF_ATT_LD); /* dO */
+        UF_SHARED(float, lse_t, UF_ATT_BQ);
+        UF_SHARED(float, delta_t, UF_ATT_BQ);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, ka, 4 * UF_NKT);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, va, 4 * UF_NKT);
+        UF_EXCLUSIVE_ARRAY(float, dk, 4 * UF_NDT);
+        UF_EXCLUSIVE_ARRAY(float, dv, 4 * UF_NDT);
+        UF_EXCLUSIVE_ARRAY(float, st, 4 * UF_NQT);
+        UF_EXCLUSIVE_ARRAY(float, dpt, 4 * UF_NQT);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, pa, 4 * UF_NPT);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, bf, 2);
+        const int64_t nkb = (a.sk + UF_ATT_ROWS - 1) / UF_ATT_ROWS;
+        const int64_t kb = blk % nkb, bh = blk / nkb;
+        const int64_t hk = bh % a.heads_kv, b = bh / a.heads_kv;
+        const int64_t group = a.heads_q / a.heads_kv;
+        const int64_t j0 = kb * UF_ATT_ROWS;
+        const UF_T *kh = (const UF_T *)a.k + b * a.ks[0] + hk * a.ks[1];
+        const UF_T *vh = (const UF_T *)a.v + b * a.vs[0] + hk * a.vs[1];
+        int64_t ilo, ihi;
+        uf_att_query_range(&a, j0, j0 + UF_ATT_ROWS < a.sk ? j0 + UF_ATT_ROWS : a.sk, &ilo, &ihi);
+
+        UF_THREADS(t)
+        {
+            const int lane = t % 32;
+            const int64_t keys = j0 + t / 32 * 16;
+            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
+            {
+                const int64_t j = keys + UF_FRAG_A_ROW(lane, p);
+                const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
+                const int in = j < a.sk && col < a.d;
+                UF_X(ka)[4 * kt + p] =
+                    in ? UF_PAIR_AT(kh + j * a.ks[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(va)[4 * kt + p] =
+                    in ? UF_PAIR_AT(vh + j * a.vs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+            }
+            UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(dk)[e] = UF_X(dv)[e] = 0.0f;
+        }
+        for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+            const UF_T *q = (const UF_T *)a.q + b * a.qs[0] + h * a.qs[1];
+            const UF_T *g = (const UF_T *)a.dout + b * a.os[0] + h * a.os[1];
+            const int64_t row0 = (b * a.heads_q + h) * a.sq;
+            for (int64_t i0 = ilo; i0 < ihi; i0 += UF_ATT_BQ) {
+                const int64_t avail = a.sq - i0;
+                UF_THREADS(t)
+                {
+                    UF_ANAME(uf_att_load_tile)
+                    (qtile, q + i0 * a.qs[2], a.qs[2], UF_ATT_BQ, avail, a.d, a.vec, t,
+                     UF_NTHREADS);
+                    UF_ANAME(uf_att_load_tile)
+                    (gtile, g + i0 * a.os[2], a.os[2], UF_ATT_BQ, avail, a.d, a.vec, t,
+                     UF_NTHREADS);
+                    if (t < UF_ATT_BQ) {
+                        const float l = t < avail ? a.lse_in[row0 + i0 + t] : INFINITY;
+                        lse_t[t] = l == -INFINITY ? INFINITY : l; /* a row that sees nothing */
+                        delta_t[t] = t < avail ? a.delta[row0 + i0 + t] : 0.0f;
+                    }
+                    UF_UNROLL for (int e = 0; e < 4 * UF_NQT; ++e) UF_X(st)[e] = UF_X(dpt)[e] =
+                        0.0f;
+                }
+                UF_BARRIER();
+                /* S^T = K Q^T and dP^T = V dO^T: Q and dO rows are B's columns. */
+                UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt) UF_UNROLL for (int kt = 0;
+                                                                             kt < UF_NKT; ++kt)
+                {
+                    UF_THREADS(t)
+                    {
+                        const int lane = t % 32;
+                        const UF_T *qr =
+                            qtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
+                        UF_X(bf)[0] = UF_PAIR_AT(qr + UF_FRAG_B_ROW(lane, 0));
+                        UF_X(bf)[1] = UF_PAIR_AT(qr + UF_FRAG_B_ROW(lane, 1));
+                    }
+                    UF_MMA(st, 4 * nt, ka, 4 * kt, bf, 0);
+                    UF_THREADS(t)
+                    {
+                        const int lane = t % 32;
+                        const UF_T *gr =
+                            gtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
+                        UF_X(bf)[0] = UF_PAIR_AT(gr + UF_FRAG_B_ROW(lane, 0));
+                        UF_X(bf)[1] = UF_PAIR_AT(gr + UF_FRAG_B_ROW(lane, 1));
+                    }
+                    UF_MMA(dpt, 4 * nt, va, 4 * kt, bf, 0);
+                }
+                const int open = uf_att_tile_open(&a, i0, i0 + UF_ATT_BQ, j0, j0 + UF_ATT_ROWS);
+                UF_THREADS(t)
+                {
+                    const int lane = t % 32;
+                    const int64_t keys = j0 + t / 32 * 16;
+                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt) UF_UNROLL for (int e = 0; e < 4;
+                                                                                 ++e)
+                    {
+                        const int iq = 8 * nt + UF_FRAG_C_COL(lane, e);
+                        const int64_t i = i0 + iq, j = keys + UF_FRAG_C_ROW(lane, e);
+                        float v = UF_X(st)[4 * nt + e] * a.scale;
+                        const int seen = open || uf_att_visible(&a, i, j);
+                        if (!seen)
+                            v = -INFINITY;
+                        else if (a.bias_kind != UF_ATT_BIAS_NONE)
+                            v = uf_att_bias(&a, b, h, i, j, v, UF_DT);
+                        const float p = UF_EXPF(v - lse_t[iq]);
+                        float keep = 1.0f;
+                        if (a.threshold != 0 && seen)
+                            keep = uf_att_kept(&a, (row0 + i) * a.sk + j) ? a.keep_scale : 0.0f;
+                        UF_X(st)[4 * nt + e] = p * keep; /* P^T after dropout, for dv */
+                        UF_X(dpt)[4 * nt + e] = p * (UF_X(dpt)[4 * nt + e] * keep - delta_t[iq]);
+                    }
+                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4;
+                                                                                 ++p)
+                    {
+                        const float *c = &UF_X(st)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
+                        UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
+                    }
+                }
+                /* dv += P^T dO, then dk += dS^T Q: dO and Q rows are B's k. */
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0;
+                                                                             kk < UF_NPT; ++kk)
+                {
+                    UF_THREADS(t)
+                    {
+                        const int lane = t % 32;
+                        const UF_T *gc = gtile + 8 * dt + UF_FRAG_B_COL(lane, 0);
+                        UF_UNROLL for (int p = 0; p < 2; ++p)
+                        {
+                            const int r = 16 * kk + UF_FRAG_B_ROW(lane, p);
+                            UF_X(bf)[p] = UF_PAIR_OF2(gc[r * UF_ATT_LD], gc[(r + 1) * UF_ATT_LD]);
+                        }
+                    }
+                    UF_MMA(dv, 4 * dt, pa, 4 * kk, bf, 0);
+                }
+                UF_THREADS(t)
+                {
+                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4;
+                                                                                 ++p)
+                    {
+                        const float *c = &UF_X(dpt)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
+                        UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
+                    }
+                }
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0;
+                                                                             kk < UF_NPT; ++kk)
+                {
+                    UF_THREADS(t)
+                    {
+                        const int lane = t % 32;
+                        const UF_T *qc = qtile + 8 * dt + UF_FRAG_B_COL(lane, 0);
+                        UF_UNROLL for (int p = 0; p < 2; ++p)
+                        {
+                            const int r = 16 * kk + UF_FRAG_B_ROW(lane, p);
+                            UF_X(bf)[p] = UF_PAIR_OF2(qc[r * UF_ATT_LD], qc[(r + 1) * UF_ATT_LD]);
+                        }
+                    }
+                    UF_MMA(dk, 4 * dt, pa, 4 * kk, bf, 0);
+                }
+                UF_BARRIER();
+            }
+        }
+        UF_THREADS(t)
+        {
+            const int lane = t % 32;
+            const int64_t keys = j0 + t / 32 * 16;
+            UF_T *dkh = (UF_T *)a.dk + b * a.ks[0] + hk * a.ks[1];
+            UF_T *dvh = (UF_T *)a.dv + b * a.vs[0] + hk * a.vs[1];
+            UF_UNROLL for (int r = 0; r < 2; ++r)
+            {
+                const int64_t j = keys + UF_FRAG_C_ROW(lane, 2 * r);
+                if (j >= a.sk)
+                    continue;
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                {
+                    const int col = 8 * dt + UF_FRAG_C_COL(lane, 2 * r);
+                    if (col >= a.d)
+                        continue;
+                    UF_T *k_out = dkh + j * a.ks[2] + col;
+                    UF_T *v_out = dvh + j * a.vs[2] + col;
+                    k_out[0] = UF_FROM_ACC(UF_X(dk)[4 * dt + 2 * r] * a.scale);
+                    k_out[1] = UF_FROM_ACC(UF_X(dk)[4 * dt + 2 * r + 1] * a.scale);
+                    v_out[0] = UF_FROM_ACC(UF_X(dv)[4 * dt + 2 * r]);
+                    v_out[1] = UF_FROM_ACC(UF_X(dv)[4 * dt + 2 * r + 1]);
+                }
+            }
+        }
+    }
+}
+
+#undef UF_ATT_BQ
+#undef UF_NKT
+#undef UF_NDT
+#undef UF_NQT
+#undef UF_NPT

@@ -1,0 +1,175 @@
+/*
+ * Backward attention, dq (and the bias gradient), one instantiation per
+ * (UF_DT, UF_ATT_DP); included by attention_backward.h,
+ * which binds the instantiation. A block owns UF_ATT_ROWS
+ * query rows of one (batch, head), as the forward pass does, and walks the
+ * same key tiles: P = exp(S - lse) is rebuilt from the saved log-sum-exp,
+ * dP = dO V^T (times the dropout's keep / (1 - p)), dS = P (dP - delta),
+ * and dq = scale * dS K. Each block writes its own rows: no atomics.
+ */
+
+#define UF_NKT (UF_ATT_DP / 16)
+#define UF_NDT (UF_ATT_DP / 8)
+#define UF_NST (UF_ATT_BN / 8)
+#define UF_NPT (UF_ATT_BN / 16)
+
+UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
+{
+    UF_BLOCKS(blk)
+    {
+        UF_SHARED(UF_T, ktile, UF_ATT_BN * UF_ATT_LD);
+        UF_SHARED(UF_T, vtile, UF_ATT_BN * UF_ATT_LD);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, qa, 4 * UF_NKT);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, ga, 4 * UF_NKT); /* dO rows */
+        UF_EXCLUSIVE_ARRAY(float, acc, 4 * UF_NDT);
+        UF_EXCLUSIVE_ARRAY(float, s, 4 * UF_NST);
+        UF_EXCLUSIVE_ARRAY(float, dp, 4 * UF_NST);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, dsa, 4 * UF_NPT);
+        UF_EXCLUSIVE_ARRAY(UF_PAIR, bf, 2);
+        UF_EXCLUSIVE_ARRAY(float, lse, 2); /* rows g and g + 8; +inf for a row that sees nothing */
+        UF_EXCLUSIVE_ARRAY(float, delta, 2);
+        const int64_t qb = blk % a.nblocks, bh = blk / a.nblocks;
+        const int64_t h = bh % a.heads_q, b = bh / a.heads_q;
+        const int64_t hk = h / (a.heads_q / a.heads_kv);
+        const int64_t i0 = qb * UF_ATT_ROWS;
+        const UF_T *q = (const UF_T *)a.q + b * a.qs[0] + h * a.qs[1];
+        const UF_T *g = (const UF_T *)a.dout + b * a.os[0] + h * a.os[1];
+        const UF_T *kh = (const UF_T *)a.k + b * a.ks[0] + hk * a.ks[1];
+        const UF_T *vh = (const UF_T *)a.v + b * a.vs[0] + hk * a.vs[1];
+        const int64_t row0 = (b * a.heads_q + h) * a.sq;
+        int64_t jlo, jhi;
+        uf_att_key_range(&a, i0, i0 + UF_ATT_ROWS < a.sq ? i0 + UF_ATT_ROWS : a.sq, &jlo, &jhi);
+
+        UF_THREADS(t)
+        {
+            const int lane = t % 32;
+            const int64_t rows = i0 + t / 32 * 16;
+            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
+            {
+                const int64_t i = rows + UF_FRAG_A_ROW(lane, p);
+                const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
+                const int in = i < a.sq && col < a.d;
+                UF_X(qa)[4 * kt + p] =
+                    in ? UF_PAIR_AT(q + i * a.qs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(ga)[4 * kt + p] =
+                    in ? UF_PAIR_AT(g + i * a.os[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+            }
+            UF_UNROLL for (int r = 0; r < 2; ++r)
+            {
+                const int64_t i = rows + UF_FRAG_C_ROW(lane, 2 * r);
+                const float l = i < a.sq ? a.lse_in[row0 + i] : INFINITY;
+                UF_X(lse)[r] = l == -INFINITY ? INFINITY : l;
+                UF_X(delta)[r] = i < a.sq ? a.delta[row0 + i] : 0.0f;
+            }
+            UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
+        }
+        for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
+            const int64_t avail = a.sk - j0;
+            UF_THREADS(t)
+            {
+                UF_ANAME(uf_att_load_tile)
+                (ktile, kh + j0 * a.ks[2], a.ks[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
+                UF_ANAME(uf_att_load_tile)
+                (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
+                UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = UF_X(dp)[e] = 0.0f;
+            }
+            UF_BARRIER();
+            /* S = Q K^T and dP = dO V^T: K and V rows are B's columns. */
+            UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int kt = 0; kt < UF_NKT;
+                                                                         ++kt)
+            {
+                UF_THREADS(t)
+                {
+                    const int lane = t % 32;
+                    const UF_T *kr = ktile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
+                    UF_X(bf)[0] = UF_PAIR_AT(kr + UF_FRAG_B_ROW(lane, 0));
+                    UF_X(bf)[1] = UF_PAIR_AT(kr + UF_FRAG_B_ROW(lane, 1));
+                }
+                UF_MMA(s, 4 * nt, qa, 4 * kt, bf, 0);
+                UF_THREADS(t)
+                {
+                    const int lane = t % 32;
+                    const UF_T *vr = vtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
+                    UF_X(bf)[0] = UF_PAIR_AT(vr + UF_FRAG_B_ROW(lane, 0));
+                    UF_X(bf)[1] = UF_PAIR_AT(vr + UF_FRAG_B_ROW(lane, 1));
+                }
+                UF_MMA(dp, 4 * nt, ga, 4 * kt, bf, 0);
+            }
+            const int open = uf_att_tile_open(&a, i0, i0 + UF_ATT_ROWS, j0, j0 + UF_ATT_BN);
+            UF_THREADS(t)
+            {
+                const int lane = t % 32;
+                const int64_t rows = i0 + t / 32 * 16;
+                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int e = 0; e < 4; ++e)
+                {
+                    const int64_t i = rows + UF_FRAG_C_ROW(lane, e);
+                    const int64_t j = j0 + 8 * nt + UF_FRAG_C_COL(lane, e);
+                    float v = UF_X(s)[4 * nt + e] * a.scale;
+                    const int seen = open || uf_att_visible(&a, i, j);
+                    if (!seen)
+                        v = -INFINITY;
+                    else if (a.bias_kind != UF_ATT_BIAS_NONE)
+                        v = uf_att_bias(&a, b, h, i, j, v, UF_DT);
+                    const float p = UF_EXPF(v - UF_X(lse)[e / 2]);
+                    float dpe = UF_X(dp)[4 * nt + e];
+                    if (a.threshold != 0 && seen) {
+                        const int64_t index = (row0 + i) * a.sk + j;
+                        dpe = uf_att_kept(&a, index) ? dpe * a.keep_scale : 0.0f;
+                    }
+                    const float ds = p * (dpe - UF_X(delta)[e / 2]);
+                    if (a.dbias_full != NULL && seen)
+                        a.dbias_full[(row0 + i) * a.sk + j] = ds;
+                    UF_X(s)[4 * nt + e] = ds;
+                }
+                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4; ++p)
+                {
+                    const float *c = &UF_X(s)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
+                    UF_X(dsa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
+                }
+            }
+            /* dq += dS K: K's rows are B's k. */
+            UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0; kk < UF_NPT;
+                                                                         ++kk)
+            {
+                UF_THREADS(t)
+                {
+                    const int lane = t % 32;
+                    const UF_T *kc = ktile + 8 * dt + UF_FRAG_B_COL(lane, 0);
+                    UF_UNROLL for (int p = 0; p < 2; ++p)
+                    {
+                        const int key = 16 * kk + UF_FRAG_B_ROW(lane, p);
+                        UF_X(bf)[p] = UF_PAIR_OF2(kc[key * UF_ATT_LD], kc[(key + 1) * UF_ATT_LD]);
+                    }
+                }
+                UF_MMA(acc, 4 * dt, dsa, 4 * kk, bf, 0);
+            }
+            UF_BARRIER();
+        }
+        UF_THREADS(t)
+        {
+            const int lane = t % 32;
+            const int64_t rows = i0 + t / 32 * 16;
+            UF_T *dq = (UF_T *)a.dq + b * a.qs[0] + h * a.qs[1];
+            UF_UNROLL for (int r = 0; r < 2; ++r)
+            {
+                const int64_t i = rows + UF_FRAG_C_ROW(lane, 2 * r);
+                if (i >= a.sq)
+                    continue;
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                {
+                    const int col = 8 * dt + UF_FRAG_C_COL(lane, 2 * r);
+                    if (col >= a.d)
+                        continue;
+                    UF_T *dst = dq + i * a.qs[2] + col;
+                    dst[0] = UF_FROM_ACC(UF_X(acc)[4 * dt + 2 * r] * a.scale);
+                    dst[1] = UF_FROM_ACC(UF_X(acc)[4 * dt + 2 * r + 1] * a.scale);
+                }
+            }
+        }
+    }
+}
+
+#undef UF_NKT
+#undef UF_NDT
+#undef UF_NST
+#undef UF_NPT

@@ -89,20 +89,14 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 {
                     UF_THREADS(t)
                     {
-                        const int lane = t % 32;
-                        const UF_T *qr =
-                            qtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
-                        UF_X(bf)[0] = UF_PAIR_AT(qr + UF_FRAG_B_ROW(lane, 0));
-                        UF_X(bf)[1] = UF_PAIR_AT(qr + UF_FRAG_B_ROW(lane, 1));
+                        UF_FRAG_B_ROWS(UF_X(bf), qtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
+                                       t % 32);
                     }
                     UF_MMA(st, 4 * nt, ka, 4 * kt, bf, 0);
                     UF_THREADS(t)
                     {
-                        const int lane = t % 32;
-                        const UF_T *gr =
-                            gtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
-                        UF_X(bf)[0] = UF_PAIR_AT(gr + UF_FRAG_B_ROW(lane, 0));
-                        UF_X(bf)[1] = UF_PAIR_AT(gr + UF_FRAG_B_ROW(lane, 1));
+                        UF_FRAG_B_ROWS(UF_X(bf), gtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
+                                       t % 32);
                     }
                     UF_MMA(dpt, 4 * nt, va, 4 * kt, bf, 0);
                 }
@@ -142,13 +136,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 {
                     UF_THREADS(t)
                     {
-                        const int lane = t % 32;
-                        const UF_T *gc = gtile + 8 * dt + UF_FRAG_B_COL(lane, 0);
-                        UF_UNROLL for (int p = 0; p < 2; ++p)
-                        {
-                            const int r = 16 * kk + UF_FRAG_B_ROW(lane, p);
-                            UF_X(bf)[p] = UF_PAIR_OF2(gc[r * UF_ATT_LD], gc[(r + 1) * UF_ATT_LD]);
-                        }
+                        UF_FRAG_B_COLS(UF_X(bf), gtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
+                                       t % 32);
                     }
                     UF_MMA(dv, 4 * dt, pa, 4 * kk, bf, 0);
                 }
@@ -166,13 +155,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 {
                     UF_THREADS(t)
                     {
-                        const int lane = t % 32;
-                        const UF_T *qc = qtile + 8 * dt + UF_FRAG_B_COL(lane, 0);
-                        UF_UNROLL for (int p = 0; p < 2; ++p)
-                        {
-                            const int r = 16 * kk + UF_FRAG_B_ROW(lane, p);
-                            UF_X(bf)[p] = UF_PAIR_OF2(qc[r * UF_ATT_LD], qc[(r + 1) * UF_ATT_LD]);
-                        }
+                        UF_FRAG_B_COLS(UF_X(bf), qtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
+                                       t % 32);
                     }
                     UF_MMA(dk, 4 * dt, pa, 4 * kk, bf, 0);
                 }

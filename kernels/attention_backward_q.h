@@ -80,18 +80,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
             {
                 UF_THREADS(t)
                 {
-                    const int lane = t % 32;
-                    const UF_T *kr = ktile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
-                    UF_X(bf)[0] = UF_PAIR_AT(kr + UF_FRAG_B_ROW(lane, 0));
-                    UF_X(bf)[1] = UF_PAIR_AT(kr + UF_FRAG_B_ROW(lane, 1));
+                    UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD, t % 32);
                 }
                 UF_MMA(s, 4 * nt, qa, 4 * kt, bf, 0);
                 UF_THREADS(t)
                 {
-                    const int lane = t % 32;
-                    const UF_T *vr = vtile + (8 * nt + UF_FRAG_B_COL(lane, 0)) * UF_ATT_LD + 16 * kt;
-                    UF_X(bf)[0] = UF_PAIR_AT(vr + UF_FRAG_B_ROW(lane, 0));
-                    UF_X(bf)[1] = UF_PAIR_AT(vr + UF_FRAG_B_ROW(lane, 1));
+                    UF_FRAG_B_ROWS(UF_X(bf), vtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD, t % 32);
                 }
                 UF_MMA(dp, 4 * nt, ga, 4 * kt, bf, 0);
             }
@@ -133,13 +127,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
             {
                 UF_THREADS(t)
                 {
-                    const int lane = t % 32;
-                    const UF_T *kc = ktile + 8 * dt + UF_FRAG_B_COL(lane, 0);
-                    UF_UNROLL for (int p = 0; p < 2; ++p)
-                    {
-                        const int key = 16 * kk + UF_FRAG_B_ROW(lane, p);
-                        UF_X(bf)[p] = UF_PAIR_OF2(kc[key * UF_ATT_LD], kc[(key + 1) * UF_ATT_LD]);
-                    }
+                    UF_FRAG_B_COLS(UF_X(bf), ktile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD, t % 32);
                 }
                 UF_MMA(acc, 4 * dt, dsa, 4 * kk, bf, 0);
             }

@@ -15,3 +15,5 @@
 #undef UF_ATT_BN
 #undef UF_ATT_LD
 #undef UF_ATT_CHUNK
+#undef UF_FRAG_B_ROWS
+#undef UF_FRAG_B_COLS

@@ -41,4 +41,19 @@ UF_CUDA_DEFINE_MMA(uf_cuda_mma_bf16, "bf16")
 #define UF_VENDOR_MMA_BF16(c, a, b) uf_cuda_mma_bf16((c), (a), (b))
 #endif
 
+/* Two 8x8 matrices of 16-bit values from shared memory (sm_75 and later),
+ * plain or transposed: the B fragment loads of gpu/fragments_gpu.h. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define UF_CUDA_DEFINE_LDSM(name, op)                                                              \
+    static __device__ __forceinline__ void name(unsigned *r, const void *row)                      \
+    {                                                                                              \
+        const unsigned at = (unsigned)__cvta_generic_to_shared(row);                               \
+        asm volatile(op " {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(at));                    \
+    }
+UF_CUDA_DEFINE_LDSM(uf_cuda_ldsm_x2, "ldmatrix.sync.aligned.m8n8.x2.shared.b16")
+UF_CUDA_DEFINE_LDSM(uf_cuda_ldsm_x2_trans, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
+#define UF_VENDOR_LDSM_X2(r, row) uf_cuda_ldsm_x2((r), (row))
+#define UF_VENDOR_LDSM_X2_TRANS(r, row) uf_cuda_ldsm_x2_trans((r), (row))
+#endif
+
 #endif

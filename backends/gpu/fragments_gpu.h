@@ -10,6 +10,28 @@
 #define UF_GPU_FRAGMENTS_H
 
 #include "portable/fragment_layout.h"
+#include "portable/fragment_loads.h"
+
+/* B fragment loads of 16-bit tiles in shared memory (rows 16-byte aligned,
+ * ld a multiple of 8): one matrix load per lane where the vendor has it
+ * (CUDA ldmatrix: lanes 0-15 give the addresses of the eight rows of each
+ * 8x8 half), lane by lane otherwise. */
+UF_FN void uf_frag_b_rows16(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+#ifdef UF_VENDOR_LDSM_X2
+    UF_VENDOR_LDSM_X2(bf, tile + lane % 8 * ld + lane / 8 % 2 * 8);
+#else
+    uf_frag_b_rows16_lanes(bf, tile, ld, lane);
+#endif
+}
+UF_FN void uf_frag_b_cols16(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+#ifdef UF_VENDOR_LDSM_X2_TRANS
+    UF_VENDOR_LDSM_X2_TRANS(bf, tile + lane % 16 * ld);
+#else
+    uf_frag_b_cols16_lanes(bf, tile, ld, lane);
+#endif
+}
 
 UF_FN void uf_gpu_unpack_f16(uint32_t w, float *out)
 {

@@ -65,7 +65,7 @@ extern "C" uf_status ufb_launch_status(void);
 
 #define UF_BARRIER() __syncthreads()
 
-#define UF_SHARED(type, name, n) __shared__ type name[n]
+#define UF_SHARED(type, name, n) __shared__ __align__(16) type name[n]
 #define UF_EXCLUSIVE(type, name) type name
 #define UF_EXCLUSIVE_ARRAY(type, name, n) type name[n]
 #define UF_X(name) (name)

@@ -81,7 +81,7 @@ typedef struct uf_kdims {
 
 #define UF_BARRIER() ((void)0)
 
-#define UF_SHARED(type, name, n) type name[n]
+#define UF_SHARED(type, name, n) _Alignas(16) type name[n]
 #define UF_EXCLUSIVE(type, name) type name[UF_MAX_THREADS]
 #define UF_EXCLUSIVE_ARRAY(type, name, n) type name[UF_MAX_THREADS][n]
 #define UF_X(name) (name[uf_tid_])

@@ -3,11 +3,14 @@
 # carried cmocka packages, build the CUDA backend, run the tests, the
 # compute-sanitizer tools over the test binaries, the benchmark and the
 # comparison with PyTorch. Logs and JSON go to $OUT (or ./gpu-out).
-#   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp]
+#   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp] [attn]
 # (default: the first four). python: the binding's unit tests on the GPU's
 # PyTorch; train: the tiny transformer with unifuse and with PyTorch's ops,
 # eager and compiled; ddp: the same under DistributedDataParallel on two
-# GPUs (NCCL) against one process with the same global batch.
+# GPUs (NCCL) against one process with the same global batch; attn: the
+# attention benchmark and its comparison with PyTorch's SDPA backends and
+# torch.matmul (UF_ATTN_BENCH_ARGS / UF_ATTN_TORCH_ARGS add options to each,
+# e.g. --dtypes bf16 to fit a shorter time limit).
 # The GPU machine has no cmocka and no network: first, on a Debian machine,
 #   mkdir -p .deps && (cd .deps && apt-get download libcmocka0 libcmocka-dev)
 # (.deps is ignored by git) and send .deps along with the working tree.
@@ -107,6 +110,19 @@ for stage in $stages; do
       --out-png "$out/torch_norm_h200_$commit.png" \
       2>&1 | tee "$out/torch_norm.log" | tail -140 || status=1
     fi
+    ;;
+  attn)
+    # Each program cuts a measurement to at least 5 timed calls when its
+    # calls would take more than a few seconds, so a slow kernel keeps the
+    # stage within minutes.
+    log "unifuse-bench-attention"
+    build-gpu/bench/unifuse-bench-attention --json "$out/bench_attention_h200_$commit.json" \
+      ${UF_ATTN_BENCH_ARGS:-} 2>&1 | tee "$out/bench_attention.log" | tail -60 || status=1
+    log "compare_torch_attention.py"
+    python3 bench/compare_torch_attention.py --lib build-gpu/libunifuse-cuda.so \
+      --out-json "$out/torch_attention_h200_$commit.json" \
+      --out-png "$out/torch_attention_h200_$commit.png" ${UF_ATTN_TORCH_ARGS:-} \
+      2>&1 | tee "$out/torch_attention.log" | tail -80 || status=1
     ;;
   python)
     log "python/run_tests.py on $(python3 -c 'import torch; print("torch", torch.__version__)')"

@@ -29,8 +29,8 @@ typedef struct uf_attention_args {
     const float *lse_in;
     float *delta; /* per query row: sum over d of dout * out (scratch) */
     void *dq, *dk, *dv;
-    float *dbias_full; /* dS of every (b, h, i, j) when dbias is asked for, else NULL */
-    float *dbias;      /* the caller's dbias when it broadcasts (dbias_full is then scratch) */
+    float *dbias_full;    /* dS of every (b, h, i, j) when dbias is asked for, else NULL */
+    float *dbias;         /* the caller's dbias when it broadcasts (dbias_full is then scratch) */
     int64_t dbias_ext[3]; /* its batch, head and query extents (1 where the bias broadcasts) */
     int64_t batch, heads_q, heads_kv, sq, sk, d;
     int64_t qs[3], ks[3], vs[3], os[3], bs[4];

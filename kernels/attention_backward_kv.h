@@ -20,8 +20,7 @@
 
 UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
 {
-    UF_BLOCKS(blk)
-    {
+    UF_BLOCKS (blk) {
         UF_SHARED(UF_T, qtile, UF_ATT_BQ * UF_ATT_LD);
         UF_SHARED(UF_T, gtile, UF_ATT_BQ * UF_ATT_LD); /* dO */
         UF_SHARED(float, lse_t, UF_ATT_BQ);
@@ -44,8 +43,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
         int64_t ilo, ihi;
         uf_att_query_range(&a, j0, j0 + UF_ATT_ROWS < a.sk ? j0 + UF_ATT_ROWS : a.sk, &ilo, &ihi);
 
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t keys = j0 + t / 32 * 16;
             UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
@@ -53,10 +51,10 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 const int64_t j = keys + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
                 const int in = j < a.sk && col < a.d;
-                UF_X(ka)[4 * kt + p] =
-                    in ? UF_PAIR_AT(kh + j * a.ks[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
-                UF_X(va)[4 * kt + p] =
-                    in ? UF_PAIR_AT(vh + j * a.vs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(ka)
+                [4 * kt + p] = in ? UF_PAIR_AT(kh + j * a.ks[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(va)
+                [4 * kt + p] = in ? UF_PAIR_AT(vh + j * a.vs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
             }
             UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(dk)[e] = UF_X(dv)[e] = 0.0f;
         }
@@ -66,8 +64,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
             const int64_t row0 = (b * a.heads_q + h) * a.sq;
             for (int64_t i0 = ilo; i0 < ihi; i0 += UF_ATT_BQ) {
                 const int64_t avail = a.sq - i0;
-                UF_THREADS(t)
-                {
+                UF_THREADS (t) {
                     UF_ANAME(uf_att_load_tile)
                     (qtile, q + i0 * a.qs[2], a.qs[2], UF_ATT_BQ, avail, a.d, a.vec, t,
                      UF_NTHREADS);
@@ -84,29 +81,27 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 }
                 UF_BARRIER();
                 /* S^T = K Q^T and dP^T = V dO^T: Q and dO rows are B's columns. */
-                UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt) UF_UNROLL for (int kt = 0;
-                                                                             kt < UF_NKT; ++kt)
+                /* k outer: consecutive products feed different accumulators. */
+                UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
+                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt)
                 {
-                    UF_THREADS(t)
-                    {
+                    UF_THREADS (t) {
                         UF_FRAG_B_ROWS(UF_X(bf), qtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
                                        t % 32);
                     }
                     UF_MMA(st, 4 * nt, ka, 4 * kt, bf, 0);
-                    UF_THREADS(t)
-                    {
+                    UF_THREADS (t) {
                         UF_FRAG_B_ROWS(UF_X(bf), gtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
                                        t % 32);
                     }
                     UF_MMA(dpt, 4 * nt, va, 4 * kt, bf, 0);
                 }
                 const int open = uf_att_tile_open(&a, i0, i0 + UF_ATT_BQ, j0, j0 + UF_ATT_ROWS);
-                UF_THREADS(t)
-                {
+                UF_THREADS (t) {
                     const int lane = t % 32;
                     const int64_t keys = j0 + t / 32 * 16;
-                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt) UF_UNROLL for (int e = 0; e < 4;
-                                                                                 ++e)
+                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt)
+                        UF_UNROLL for (int e = 0; e < 4; ++e)
                     {
                         const int iq = 8 * nt + UF_FRAG_C_COL(lane, e);
                         const int64_t i = i0 + iq, j = keys + UF_FRAG_C_ROW(lane, e);
@@ -123,38 +118,35 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                         UF_X(st)[4 * nt + e] = p * keep; /* P^T after dropout, for dv */
                         UF_X(dpt)[4 * nt + e] = p * (UF_X(dpt)[4 * nt + e] * keep - delta_t[iq]);
                     }
-                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4;
-                                                                                 ++p)
+                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                        UF_UNROLL for (int p = 0; p < 4; ++p)
                     {
                         const float *c = &UF_X(st)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                         UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                     }
                 }
                 /* dv += P^T dO, then dk += dS^T Q: dO and Q rows are B's k. */
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0;
-                                                                             kk < UF_NPT; ++kk)
+                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
                 {
-                    UF_THREADS(t)
-                    {
+                    UF_THREADS (t) {
                         UF_FRAG_B_COLS(UF_X(bf), gtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
                                        t % 32);
                     }
                     UF_MMA(dv, 4 * dt, pa, 4 * kk, bf, 0);
                 }
-                UF_THREADS(t)
-                {
-                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4;
-                                                                                 ++p)
+                UF_THREADS (t) {
+                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                        UF_UNROLL for (int p = 0; p < 4; ++p)
                     {
                         const float *c = &UF_X(dpt)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                         UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                     }
                 }
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0;
-                                                                             kk < UF_NPT; ++kk)
+                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
                 {
-                    UF_THREADS(t)
-                    {
+                    UF_THREADS (t) {
                         UF_FRAG_B_COLS(UF_X(bf), qtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
                                        t % 32);
                     }
@@ -163,8 +155,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 UF_BARRIER();
             }
         }
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t keys = j0 + t / 32 * 16;
             UF_T *dkh = (UF_T *)a.dk + b * a.ks[0] + hk * a.ks[1];

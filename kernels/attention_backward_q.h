@@ -15,8 +15,7 @@
 
 UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
 {
-    UF_BLOCKS(blk)
-    {
+    UF_BLOCKS (blk) {
         UF_SHARED(UF_T, ktile, UF_ATT_BN * UF_ATT_LD);
         UF_SHARED(UF_T, vtile, UF_ATT_BN * UF_ATT_LD);
         UF_EXCLUSIVE_ARRAY(UF_PAIR, qa, 4 * UF_NKT);
@@ -40,8 +39,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
         int64_t jlo, jhi;
         uf_att_key_range(&a, i0, i0 + UF_ATT_ROWS < a.sq ? i0 + UF_ATT_ROWS : a.sq, &jlo, &jhi);
 
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
             UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
@@ -49,10 +47,10 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                 const int64_t i = rows + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
                 const int in = i < a.sq && col < a.d;
-                UF_X(qa)[4 * kt + p] =
-                    in ? UF_PAIR_AT(q + i * a.qs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
-                UF_X(ga)[4 * kt + p] =
-                    in ? UF_PAIR_AT(g + i * a.os[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(qa)
+                [4 * kt + p] = in ? UF_PAIR_AT(q + i * a.qs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(ga)
+                [4 * kt + p] = in ? UF_PAIR_AT(g + i * a.os[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
             }
             UF_UNROLL for (int r = 0; r < 2; ++r)
             {
@@ -65,8 +63,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
         }
         for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
             const int64_t avail = a.sk - j0;
-            UF_THREADS(t)
-            {
+            UF_THREADS (t) {
                 UF_ANAME(uf_att_load_tile)
                 (ktile, kh + j0 * a.ks[2], a.ks[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
                 UF_ANAME(uf_att_load_tile)
@@ -75,23 +72,24 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
             }
             UF_BARRIER();
             /* S = Q K^T and dP = dO V^T: K and V rows are B's columns. */
-            UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int kt = 0; kt < UF_NKT;
-                                                                         ++kt)
+            /* k outer: consecutive products feed different accumulators, so
+             * none waits for the one before. */
+            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt)
             {
-                UF_THREADS(t)
-                {
-                    UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD, t % 32);
+                UF_THREADS (t) {
+                    UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
+                                   t % 32);
                 }
                 UF_MMA(s, 4 * nt, qa, 4 * kt, bf, 0);
-                UF_THREADS(t)
-                {
-                    UF_FRAG_B_ROWS(UF_X(bf), vtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD, t % 32);
+                UF_THREADS (t) {
+                    UF_FRAG_B_ROWS(UF_X(bf), vtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
+                                   t % 32);
                 }
                 UF_MMA(dp, 4 * nt, ga, 4 * kt, bf, 0);
             }
             const int open = uf_att_tile_open(&a, i0, i0 + UF_ATT_ROWS, j0, j0 + UF_ATT_BN);
-            UF_THREADS(t)
-            {
+            UF_THREADS (t) {
                 const int lane = t % 32;
                 const int64_t rows = i0 + t / 32 * 16;
                 UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int e = 0; e < 4; ++e)
@@ -122,19 +120,18 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                 }
             }
             /* dq += dS K: K's rows are B's k. */
-            UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0; kk < UF_NPT;
-                                                                         ++kk)
+            UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
             {
-                UF_THREADS(t)
-                {
-                    UF_FRAG_B_COLS(UF_X(bf), ktile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD, t % 32);
+                UF_THREADS (t) {
+                    UF_FRAG_B_COLS(UF_X(bf), ktile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
+                                   t % 32);
                 }
                 UF_MMA(acc, 4 * dt, dsa, 4 * kk, bf, 0);
             }
             UF_BARRIER();
         }
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
             UF_T *dq = (UF_T *)a.dq + b * a.qs[0] + h * a.qs[1];

@@ -42,11 +42,11 @@ UF_FN uf_f32x2 UF_ANAME(uf_att_pair_of)(float lo, float hi)
 #define UF_PAIR uint32_t
 #if UF_DT == 2
 #define UF_MMA UF_MMA_F16
-#define UF_PAIR_LO(w) uf_f16_to_f32((uf_f16)((w) & 0xffffu))
+#define UF_PAIR_LO(w) uf_f16_to_f32((uf_f16)((w)&0xffffu))
 #define UF_PAIR_HI(w) uf_f16_to_f32((uf_f16)((w) >> 16))
 #else
 #define UF_MMA UF_MMA_BF16
-#define UF_PAIR_LO(w) uf_bf16_to_f32((uf_bf16)((w) & 0xffffu))
+#define UF_PAIR_LO(w) uf_bf16_to_f32((uf_bf16)((w)&0xffffu))
 #define UF_PAIR_HI(w) uf_bf16_to_f32((uf_bf16)((w) >> 16))
 #endif
 #define UF_PAIR_OF(lo, hi) UF_PAIR_FROM_ACC((lo), (hi))
@@ -72,6 +72,25 @@ UF_FN void UF_ANAME(uf_att_load_tile)(UF_T *dst, const UF_T *src, int64_t stride
                                       int64_t avail, int64_t d, int vec, int t, int n)
 {
     const int per_row = UF_ATT_DP / UF_ATT_CHUNK;
+    if (vec && avail >= rows && d == UF_ATT_DP && n == UF_ATT_THREADS &&
+        rows * per_row % UF_ATT_THREADS == 0) {
+        /* The common case: every load is issued before the first store, so
+         * their latencies overlap (a loop of load-then-store waits for each). */
+        enum { ITERS = UF_ATT_BN * (UF_ATT_DP / UF_ATT_CHUNK) / UF_ATT_THREADS };
+        UF_T buf[ITERS > 0 ? ITERS : 1][UF_ATT_CHUNK];
+        const int iters = rows * per_row / UF_ATT_THREADS;
+        UF_UNROLL for (int it = 0; it < ITERS; ++it) if (it < iters)
+        {
+            const int c = t + it * UF_ATT_THREADS;
+            UF_LOAD16(buf[it], src + c / per_row * stride + c % per_row * UF_ATT_CHUNK);
+        }
+        UF_UNROLL for (int it = 0; it < ITERS; ++it) if (it < iters)
+        {
+            const int c = t + it * UF_ATT_THREADS;
+            UF_STORE16(dst + c / per_row * UF_ATT_LD + c % per_row * UF_ATT_CHUNK, buf[it]);
+        }
+        return;
+    }
     for (int c = t; c < rows * per_row; c += n) {
         const int r = c / per_row, col = c % per_row * UF_ATT_CHUNK;
         UF_T *out = dst + r * UF_ATT_LD + col;

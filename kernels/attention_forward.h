@@ -17,8 +17,7 @@
 
 UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
 {
-    UF_BLOCKS(blk)
-    {
+    UF_BLOCKS (blk) {
         UF_SHARED(UF_T, ktile, UF_ATT_BN * UF_ATT_LD);
         UF_SHARED(UF_T, vtile, UF_ATT_BN * UF_ATT_LD);
         UF_EXCLUSIVE_ARRAY(UF_PAIR, qa, 4 * UF_NKT);
@@ -42,16 +41,16 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
         int64_t jlo, jhi;
         uf_att_key_range(&a, i0, i0 + UF_ATT_ROWS < a.sq ? i0 + UF_ATT_ROWS : a.sq, &jlo, &jhi);
 
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
             UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
             {
                 const int64_t i = rows + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
-                UF_X(qa)[4 * kt + p] = i < a.sq && col < a.d ? UF_PAIR_AT(q + i * a.qs[2] + col)
-                                                             : UF_PAIR_OF(0.0f, 0.0f);
+                UF_X(qa)
+                [4 * kt + p] = i < a.sq && col < a.d ? UF_PAIR_AT(q + i * a.qs[2] + col)
+                                                     : UF_PAIR_OF(0.0f, 0.0f);
             }
             UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
             UF_X(m0) = UF_X(m1) = -INFINITY;
@@ -59,8 +58,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
         }
         for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
             const int64_t avail = a.sk - j0;
-            UF_THREADS(t)
-            {
+            UF_THREADS (t) {
                 UF_ANAME(uf_att_load_tile)
                 (ktile, kh + j0 * a.ks[2], a.ks[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
                 UF_ANAME(uf_att_load_tile)
@@ -68,18 +66,19 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = 0.0f;
             }
             UF_BARRIER();
-            UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int kt = 0; kt < UF_NKT;
-                                                                         ++kt)
+            /* k outer: consecutive products feed different accumulators, so
+             * none waits for the one before. */
+            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt)
             {
-                UF_THREADS(t)
-                {
-                    UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD, t % 32);
+                UF_THREADS (t) {
+                    UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
+                                   t % 32);
                 }
                 UF_MMA(s, 4 * nt, qa, 4 * kt, bf, 0);
             }
             const int open = uf_att_tile_open(&a, i0, i0 + UF_ATT_ROWS, j0, j0 + UF_ATT_BN);
-            UF_THREADS(t)
-            {
+            UF_THREADS (t) {
                 const int lane = t % 32;
                 const int64_t rows = i0 + t / 32 * 16;
                 float mx[2] = {-INFINITY, -INFINITY};
@@ -100,8 +99,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
             }
             UF_WARP_MAX(x0, 4);
             UF_WARP_MAX(x1, 4);
-            UF_THREADS(t)
-            {
+            UF_THREADS (t) {
                 const int lane = t % 32;
                 const int64_t rows = i0 + t / 32 * 16;
                 const float mn[2] = {fmaxf(UF_X(m0), UF_X(x0)), fmaxf(UF_X(m1), UF_X(x1))};
@@ -137,12 +135,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                     UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                 }
             }
-            UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt) UF_UNROLL for (int kk = 0; kk < UF_NPT;
-                                                                         ++kk)
+            UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
+                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
             {
-                UF_THREADS(t)
-                {
-                    UF_FRAG_B_COLS(UF_X(bf), vtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD, t % 32);
+                UF_THREADS (t) {
+                    UF_FRAG_B_COLS(UF_X(bf), vtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
+                                   t % 32);
                 }
                 UF_MMA(acc, 4 * dt, pa, 4 * kk, bf, 0);
             }
@@ -150,8 +148,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
         }
         UF_WARP_SUM(l0, 4);
         UF_WARP_SUM(l1, 4);
-        UF_THREADS(t)
-        {
+        UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
             UF_T *o = (UF_T *)a.o + b * a.os[0] + h * a.os[1];

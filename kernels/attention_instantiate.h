@@ -6,7 +6,6 @@
 #error "define UF_ATT_TEMPLATE before including attention_instantiate.h"
 #endif
 
-
 #define UF_DT 1
 #define UF_ATT_DP 32
 #include UF_ATT_TEMPLATE

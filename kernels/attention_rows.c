@@ -18,10 +18,8 @@
  * along, in a fixed order (batch, head, query): the same bits every run. */
 UF_KERNEL(uf_att_dbias, uf_attention_args, a)
 {
-    UF_BLOCKS(blk)
-    {
-        UF_THREADS(t)
-        {
+    UF_BLOCKS (blk) {
+        UF_THREADS (t) {
             const int64_t n = a.dbias_ext[0] * a.dbias_ext[1] * a.dbias_ext[2] * a.sk;
             const int64_t e = blk * UF_NTHREADS + t;
             if (e < n) {

@@ -9,10 +9,8 @@
 
 UF_KERNEL(UF_ANAME_DT(uf_att_delta), uf_attention_args, a)
 {
-    UF_BLOCKS(blk)
-    {
-        UF_THREADS(t)
-        {
+    UF_BLOCKS (blk) {
+        UF_THREADS (t) {
             const int64_t row = blk * UF_NTHREADS + t;
             if (row < a.batch * a.heads_q * a.sq) {
                 const int64_t i = row % a.sq, h = row / a.sq % a.heads_q,

@@ -26,8 +26,8 @@ enum { PASS_FWD, PASS_BWD_KV, PASS_BWD_Q };
     }
 static const uf_att_launcher launchers[3][3][4] = {UF_ATT_PASS(fwd), UF_ATT_PASS(bwd_kv),
                                                    UF_ATT_PASS(bwd_q)};
-static const uf_att_launcher delta_launchers[3] = {
-    uf_att_delta_f32_launch, uf_att_delta_f16_launch, uf_att_delta_bf16_launch};
+static const uf_att_launcher delta_launchers[3] = {uf_att_delta_f32_launch, uf_att_delta_f16_launch,
+                                                   uf_att_delta_bf16_launch};
 
 uf_status uf_attention_desc_init(uf_attention_desc *desc, uf_dtype dtype, int64_t batch,
                                  int64_t heads_q, int64_t heads_kv, int64_t seq_q, int64_t seq_k,
@@ -52,7 +52,8 @@ uf_status uf_attention_desc_init(uf_attention_desc *desc, uf_dtype dtype, int64_
     d.seq_q = seq_q;
     d.seq_k = seq_k;
     d.head_dim = head_dim;
-    const int64_t qs[3] = {qn, seq_q * head_dim, head_dim}, ks[3] = {kn, seq_k * head_dim, head_dim};
+    const int64_t qs[3] = {qn, seq_q * head_dim, head_dim},
+                  ks[3] = {kn, seq_k * head_dim, head_dim};
     for (int i = 0; i < 3; ++i) {
         d.q_stride[i] = d.o_stride[i] = qs[i];
         d.k_stride[i] = d.v_stride[i] = ks[i];
@@ -110,8 +111,8 @@ static uf_status check_desc(const uf_attention_desc *d, uf_attention_args *a, sp
         d->heads_q % d->heads_kv != 0 || d->head_dim < 8 || d->head_dim % 8 != 0 ||
         d->head_dim > UF_ATTENTION_MAX_HEAD_DIM)
         return UF_ERR_BAD_SHAPE;
-    if (!strides_ok(d->q_stride, 3) || !strides_ok(d->k_stride, 3) ||
-        !strides_ok(d->v_stride, 3) || !strides_ok(d->o_stride, 3) ||
+    if (!strides_ok(d->q_stride, 3) || !strides_ok(d->k_stride, 3) || !strides_ok(d->v_stride, 3) ||
+        !strides_ok(d->o_stride, 3) ||
         (bd != UF_DTYPE_NONE && (!strides_ok(d->bias_stride, 4) || d->bias_stride[3] != 1)))
         return UF_ERR_BAD_SHAPE;
     if (!isfinite(d->scale) || fabs(d->scale) > FLT_MAX)
@@ -122,7 +123,8 @@ static uf_status check_desc(const uf_attention_desc *d, uf_attention_args *a, sp
         return UF_ERR_BAD_VALUE;
 
     const size_t es = uf_dtype_size(d->dtype);
-    const int64_t qe[3] = {d->batch, d->heads_q, d->seq_q}, ke[3] = {d->batch, d->heads_kv, d->seq_k};
+    const int64_t qe[3] = {d->batch, d->heads_q, d->seq_q},
+                  ke[3] = {d->batch, d->heads_kv, d->seq_k};
     const int64_t be[4] = {d->batch, d->heads_q, d->seq_q, d->seq_k};
     uf_status st = span_bytes(qe, d->q_stride, 3, d->head_dim, es, &z->q);
     if (st == UF_OK)
@@ -218,8 +220,8 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
     const void *ins[4] = {q, k, v, bias};
     const size_t in_bytes[4] = {z.q, z.k, z.v, z.bias};
     if (!outputs_clear(out, z.o, ins, in_bytes, 4) ||
-        (lse && (!outputs_clear(lse, z.lse, ins, in_bytes, 4) ||
-                 uf_ranges_overlap(lse, z.lse, out, z.o))))
+        (lse &&
+         (!outputs_clear(lse, z.lse, ins, in_bytes, 4) || uf_ranges_overlap(lse, z.lse, out, z.o))))
         return UF_ERR_ALIAS;
     const size_t es = uf_dtype_size(desc->dtype);
     a.q = q;
@@ -239,8 +241,8 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
 }
 
 /* Runs the backward's kernels on the current device (the stream's). */
-static uf_status queue_backward(const uf_attention_desc *desc, uf_attention_args *a,
-                                const spans *z, float *dbias, uf_stream stream)
+static uf_status queue_backward(const uf_attention_desc *desc, uf_attention_args *a, const spans *z,
+                                float *dbias, uf_stream stream)
 {
     const int dt = desc->dtype - 1, tile = tile_index(a->d);
     size_t delta_bytes = z->lse, full_bytes = 0;
@@ -290,9 +292,9 @@ static uf_status queue_backward(const uf_attention_desc *desc, uf_attention_args
 }
 
 uf_status uf_attention_backward(const uf_attention_desc *desc, const void *q, const void *k,
-                                const void *v, const void *bias, const void *out,
-                                const float *lse, const void *dout, void *dq, void *dk, void *dv,
-                                float *dbias, uf_stream stream)
+                                const void *v, const void *bias, const void *out, const float *lse,
+                                const void *dout, void *dq, void *dk, void *dv, float *dbias,
+                                uf_stream stream)
 {
     uf_attention_args a = {0};
     spans z;
@@ -313,8 +315,8 @@ uf_status uf_attention_backward(const uf_attention_desc *desc, const void *q, co
     if (z.o == 0 && z.k == 0)
         return UF_OK; /* no row of any output */
     const int has_bias = desc->bias_dtype != UF_DTYPE_NONE;
-    if ((z.o > 0 && (!q || !out || !lse || !dout || !dq)) || (z.k > 0 && (!k || !v || !dk || !dv)) ||
-        (has_bias && z.bias > 0 && !bias))
+    if ((z.o > 0 && (!q || !out || !lse || !dout || !dq)) ||
+        (z.k > 0 && (!k || !v || !dk || !dv)) || (has_bias && z.bias > 0 && !bias))
         return UF_ERR_NULL_POINTER;
     const void *ins[7] = {q, k, v, bias, out, lse, dout};
     const size_t in_bytes[7] = {z.q, z.k, z.v, z.bias, z.o, z.lse, z.o};
@@ -324,6 +326,10 @@ uf_status uf_attention_backward(const uf_attention_desc *desc, const void *q, co
                    uf_ranges_overlap(dbias, dbias_bytes, dq, z.q) ||
                    uf_ranges_overlap(dbias, dbias_bytes, dk, z.k) ||
                    uf_ranges_overlap(dbias, dbias_bytes, dv, z.v))))
+        return UF_ERR_ALIAS;
+    /* Interleaved gradients (a packed QKV buffer) are allowed; two that
+     * start at the same element would write it twice. */
+    if ((z.q && z.k && dq == dk) || (z.q && z.v && dq == dv) || (z.k && dk == dv))
         return UF_ERR_ALIAS;
     const size_t es = uf_dtype_size(desc->dtype);
     a.q = q;

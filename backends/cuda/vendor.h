@@ -30,10 +30,10 @@ static __device__ __forceinline__ unsigned uf_cuda_f32x2_to_bf16x2(float lo, flo
 #define UF_CUDA_DEFINE_MMA(name, type)                                                             \
     static __device__ __forceinline__ void name(float *c, const unsigned *a, const unsigned *b)    \
     {                                                                                              \
-        asm("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 "                \
-                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"             \
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                              \
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));          \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 "                         \
+            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"                      \
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                       \
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                   \
     }
 UF_CUDA_DEFINE_MMA(uf_cuda_mma_f16, "f16")
 UF_CUDA_DEFINE_MMA(uf_cuda_mma_bf16, "bf16")

@@ -69,7 +69,8 @@ UF_FN uf_f32x2 uf_gpu_shfl_pair(uf_f32x2 w, int lane)
         UF_UNROLL for (int s = 0; s < 4; ++s)                                                      \
         {                                                                                          \
             float ar[4][2], b0[2][2], b1[2][2];                                                    \
-            UF_UNROLL for (int p = 0; p < 4; ++p) UNPACK(uf_gpu_shfl_pair(a[p], 4 * g + s), ar[p]); \
+            UF_UNROLL for (int p = 0; p < 4; ++p)                                                  \
+                UNPACK(uf_gpu_shfl_pair(a[p], 4 * g + s), ar[p]);                                  \
             UF_UNROLL for (int p = 0; p < 2; ++p)                                                  \
             {                                                                                      \
                 UNPACK(uf_gpu_shfl_pair(b[p], 8 * q + s), b0[p]);                                  \

@@ -39,7 +39,7 @@ extern "C" uf_status ufb_launch_status(void);
 
 #define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
 #define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
-#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                            \
+#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
     __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a);   \
     extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
     {                                                                                              \

@@ -54,7 +54,7 @@ typedef struct uf_kdims {
 /* The same, for a kernel that is launched with at most `max_threads`
  * threads per block (GPU compilers then give each thread more registers). */
 #define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
-#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                            \
+#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
     {                                                                                              \

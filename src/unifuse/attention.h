@@ -112,15 +112,16 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
  *   summed over the broadcast indices.
  * Inputs may overlap one another; dq, dk, dv and dbias must not overlap an
  * input. dq, dk and dv may share one packed buffer as long as no element is
- * written by two of them.
+ * written by two of them (two starting at the same address is
+ * UF_ERR_ALIAS; other double writes are not detected).
  *
  * Status: as for the forward pass; UF_ERR_BAD_ARGUMENT for dbias with a
  * boolean mask or without a bias; UF_ERR_NULL_POINTER for a NULL lse.
  */
 uf_status uf_attention_backward(const uf_attention_desc *desc, const void *q, const void *k,
-                                const void *v, const void *bias, const void *out,
-                                const float *lse, const void *dout, void *dq, void *dk, void *dv,
-                                float *dbias, uf_stream stream);
+                                const void *v, const void *bias, const void *out, const float *lse,
+                                const void *dout, void *dq, void *dk, void *dv, float *dbias,
+                                uf_stream stream);
 
 #ifdef __cplusplus
 }

@@ -78,6 +78,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                     }
                     UF_UNROLL for (int e = 0; e < 4 * UF_NQT; ++e) UF_X(st)[e] = UF_X(dpt)[e] =
                         0.0f;
+                    UF_ASYNC_WAIT();
                 }
                 UF_BARRIER();
                 /* S^T = K Q^T and dP^T = V dO^T: Q and dO rows are B's columns. */

@@ -69,6 +69,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                 UF_ANAME(uf_att_load_tile)
                 (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
                 UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = UF_X(dp)[e] = 0.0f;
+                UF_ASYNC_WAIT();
             }
             UF_BARRIER();
             /* S = Q K^T and dP = dO V^T: K and V rows are B's columns. */

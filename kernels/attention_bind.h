@@ -67,27 +67,23 @@ UF_FN uf_f32x2 UF_ANAME(uf_att_pair_of)(float lo, float hi)
 
 /* Copies `rows` rows of `d` elements (row r at src + r * stride, rows from
  * `avail` on absent) into a [rows][UF_ATT_LD] tile, zero beyond d and avail,
- * as thread t of n; 16-byte accesses when `vec`. */
+ * as thread t of n; 16-byte accesses when `vec`. The copies may still be in
+ * flight on return: UF_ASYNC_WAIT() and a barrier before the tile is read. */
 UF_FN void UF_ANAME(uf_att_load_tile)(UF_T *dst, const UF_T *src, int64_t stride, int rows,
                                       int64_t avail, int64_t d, int vec, int t, int n)
 {
     const int per_row = UF_ATT_DP / UF_ATT_CHUNK;
     if (vec && avail >= rows && d == UF_ATT_DP && n == UF_ATT_THREADS &&
         rows * per_row % UF_ATT_THREADS == 0) {
-        /* The common case: every load is issued before the first store, so
-         * their latencies overlap (a loop of load-then-store waits for each). */
+        /* The common case: asynchronous copies, all in flight together (a
+         * loop of load-then-store would wait for each load). */
         enum { ITERS = UF_ATT_BN * (UF_ATT_DP / UF_ATT_CHUNK) / UF_ATT_THREADS };
-        UF_T buf[ITERS > 0 ? ITERS : 1][UF_ATT_CHUNK];
         const int iters = rows * per_row / UF_ATT_THREADS;
         UF_UNROLL for (int it = 0; it < ITERS; ++it) if (it < iters)
         {
             const int c = t + it * UF_ATT_THREADS;
-            UF_LOAD16(buf[it], src + c / per_row * stride + c % per_row * UF_ATT_CHUNK);
-        }
-        UF_UNROLL for (int it = 0; it < ITERS; ++it) if (it < iters)
-        {
-            const int c = t + it * UF_ATT_THREADS;
-            UF_STORE16(dst + c / per_row * UF_ATT_LD + c % per_row * UF_ATT_CHUNK, buf[it]);
+            UF_COPY16_ASYNC(dst + c / per_row * UF_ATT_LD + c % per_row * UF_ATT_CHUNK,
+                            src + c / per_row * stride + c % per_row * UF_ATT_CHUNK);
         }
         return;
     }

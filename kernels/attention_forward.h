@@ -56,16 +56,25 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
             UF_X(m0) = UF_X(m1) = -INFINITY;
             UF_X(l0) = UF_X(l1) = 0.0f;
         }
-        for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
-            const int64_t avail = a.sk - j0;
+        /* Copies overlap work: V's tile lands while S = Q K^T is formed,
+         * the next K tile while O += P V is. */
+        if (jlo < jhi)
             UF_THREADS (t) {
                 UF_ANAME(uf_att_load_tile)
-                (ktile, kh + j0 * a.ks[2], a.ks[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
+                (ktile, kh + jlo * a.ks[2], a.ks[2], UF_ATT_BN, a.sk - jlo, a.d, a.vec, t,
+                 UF_NTHREADS);
+            }
+        for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
+            UF_THREADS (t) {
+                UF_ASYNC_WAIT();
+            }
+            UF_BARRIER(); /* K is in; every group is done with the last V */
+            UF_THREADS (t) {
                 UF_ANAME(uf_att_load_tile)
-                (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
+                (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, a.sk - j0, a.d, a.vec, t,
+                 UF_NTHREADS);
                 UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = 0.0f;
             }
-            UF_BARRIER();
             /* k outer: consecutive products feed different accumulators, so
              * none waits for the one before. */
             UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
@@ -135,6 +144,16 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                     UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                 }
             }
+            UF_THREADS (t) {
+                UF_ASYNC_WAIT();
+            }
+            UF_BARRIER(); /* V is in; every group is done with this K */
+            if (j0 + UF_ATT_BN < jhi)
+                UF_THREADS (t) {
+                    UF_ANAME(uf_att_load_tile)
+                    (ktile, kh + (j0 + UF_ATT_BN) * a.ks[2], a.ks[2], UF_ATT_BN,
+                     a.sk - j0 - UF_ATT_BN, a.d, a.vec, t, UF_NTHREADS);
+                }
             UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
                 UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
             {
@@ -144,7 +163,6 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 }
                 UF_MMA(acc, 4 * dt, pa, 4 * kk, bf, 0);
             }
-            UF_BARRIER();
         }
         UF_WARP_SUM(l0, 4);
         UF_WARP_SUM(l1, 4);

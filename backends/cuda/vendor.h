@@ -39,6 +39,20 @@ UF_CUDA_DEFINE_MMA(uf_cuda_mma_f16, "f16")
 UF_CUDA_DEFINE_MMA(uf_cuda_mma_bf16, "bf16")
 #define UF_VENDOR_MMA_F16(c, a, b) uf_cuda_mma_f16((c), (a), (b))
 #define UF_VENDOR_MMA_BF16(c, a, b) uf_cuda_mma_bf16((c), (a), (b))
+
+/* 16 bytes from global to shared memory without a trip through registers
+ * (cp.async), and the wait for this thread's copies. */
+static __device__ __forceinline__ void uf_cuda_copy16_async(void *dst, const void *src)
+{
+    const unsigned at = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void uf_cuda_async_wait(void)
+{
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+#define UF_VENDOR_COPY16_ASYNC(dst, src) uf_cuda_copy16_async((dst), (src))
+#define UF_VENDOR_ASYNC_WAIT() uf_cuda_async_wait()
 #endif
 
 /* Two 8x8 matrices of 16-bit values from shared memory (sm_75 and later),

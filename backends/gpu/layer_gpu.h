@@ -135,6 +135,19 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
         *(uint4 *)(dst) = uf_v16_;                                                                 \
     } while (0)
 
+/* ---- copies to shared memory that overlap the work after them ----
+ * UF_COPY16_ASYNC(dst, src): 16 bytes (both 16-byte aligned) from global to
+ * shared memory; they may land any time before this thread's
+ * UF_ASYNC_WAIT(), and other threads see them after a barrier that follows
+ * it. Where the vendor has no such copy it is an ordinary one. */
+#ifdef UF_VENDOR_COPY16_ASYNC
+#define UF_COPY16_ASYNC(dst, src) UF_VENDOR_COPY16_ASYNC((dst), (src))
+#define UF_ASYNC_WAIT() UF_VENDOR_ASYNC_WAIT()
+#else
+#define UF_COPY16_ASYNC(dst, src) (*(uint4 *)(dst) = *(const uint4 *)(src))
+#define UF_ASYNC_WAIT() ((void)0)
+#endif
+
 /* ---- math ---- */
 #define UF_EXPF(x) __expf(x)
 #define UF_EXP(x) exp(x)

@@ -131,6 +131,11 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 #define UF_LOAD16(dst, src) memcpy((dst), (src), 16)
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)
 
+/* ---- copies to shared memory that overlap later work (a GPU's
+ * asynchronous copies; here an ordinary copy, done at once) ---- */
+#define UF_COPY16_ASYNC(dst, src) memcpy((dst), (src), 16)
+#define UF_ASYNC_WAIT() ((void)0)
+
 /* ---- math ---- */
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */
 #define UF_EXP(x) exp(x)

@@ -194,6 +194,69 @@ static int rows_aligned(const void *p, const int64_t *stride, size_t esize)
     return 1;
 }
 
+/* A strided tensor of `row`-byte rows: extents and byte strides of its
+ * batch, head and position indices. */
+typedef struct layout {
+    int64_t ext[3], stride[3], row;
+} layout;
+
+/* Whether delta = sum_i d_i * stride_i + r with -ext_b_i < d_i < ext_a_i and
+ * |r| < row: an element of b at byte offset delta from a's start would
+ * share a byte with one of a. Dimensions are sorted by decreasing stride,
+ * each stride larger than all the smaller ones can span, so only the two
+ * digits nearest delta / stride can leave a reachable rest. */
+static int offset_reachable(int64_t delta, const int64_t *stride, const int64_t *lo,
+                            const int64_t *hi, int i, int n, int64_t row)
+{
+    if (i == n)
+        return delta > -row && delta < row;
+    int64_t f = delta / stride[i];
+    if (delta % stride[i] != 0 && delta < 0)
+        --f;
+    for (int64_t d = f; d <= f + 1; ++d)
+        if (d >= lo[i] && d <= hi[i] &&
+            offset_reachable(delta - d * stride[i], stride, lo, hi, i + 1, n, row))
+            return 1;
+    return 0;
+}
+
+/* Whether two outputs share a byte. Spans that overlap are looked at
+ * element by element when both tensors step alike and their strides nest
+ * (as q, k and v in one packed buffer do); otherwise an overlap of spans
+ * counts as sharing. */
+static int outputs_share(const char *a, const layout *la, size_t a_bytes, const char *b,
+                         const layout *lb, size_t b_bytes)
+{
+    if (!uf_ranges_overlap(a, a_bytes, b, b_bytes))
+        return 0;
+    int64_t stride[3], lo[3], hi[3], span = la->row;
+    int n = 0;
+    for (int i = 0; i < 3; ++i) {
+        if (la->stride[i] != lb->stride[i])
+            return 1;
+        if (la->ext[i] > 1 || lb->ext[i] > 1) {
+            stride[n] = la->stride[i];
+            lo[n] = -(lb->ext[i] - 1);
+            hi[n] = la->ext[i] - 1;
+            ++n;
+        }
+    }
+    for (int i = 1; i < n; ++i) /* sort by decreasing stride */
+        for (int j = i; j > 0 && stride[j] > stride[j - 1]; --j) {
+            int64_t t = stride[j];
+            stride[j] = stride[j - 1];
+            stride[j - 1] = t;
+            t = lo[j], lo[j] = lo[j - 1], lo[j - 1] = t;
+            t = hi[j], hi[j] = hi[j - 1], hi[j - 1] = t;
+        }
+    for (int i = n - 1; i >= 0; --i) { /* each stride beyond what the smaller ones span */
+        if (stride[i] < span)
+            return 1;
+        span += (hi[i] > -lo[i] ? hi[i] : -lo[i]) * stride[i];
+    }
+    return offset_reachable((int64_t)(b - a), stride, lo, hi, 0, n, la->row);
+}
+
 static int outputs_clear(const void *out, size_t out_bytes, const void *const *in,
                          const size_t *in_bytes, int n)
 {
@@ -327,11 +390,20 @@ uf_status uf_attention_backward(const uf_attention_desc *desc, const void *q, co
                    uf_ranges_overlap(dbias, dbias_bytes, dk, z.k) ||
                    uf_ranges_overlap(dbias, dbias_bytes, dv, z.v))))
         return UF_ERR_ALIAS;
-    /* Interleaved gradients (a packed QKV buffer) are allowed; two that
-     * start at the same element would write it twice. */
-    if ((z.q && z.k && dq == dk) || (z.q && z.v && dq == dv) || (z.k && dk == dv))
-        return UF_ERR_ALIAS;
+    /* Interleaved gradients (a packed QKV buffer) are allowed; gradients
+     * that would write the same element are not. */
     const size_t es = uf_dtype_size(desc->dtype);
+    const int64_t row = desc->head_dim * (int64_t)es;
+    layout lq = {{a.batch, a.heads_q, a.sq}, {0, 0, 0}, row};
+    layout lk = {{a.batch, a.heads_kv, a.sk}, {0, 0, 0}, row}, lv = lk;
+    for (int i = 0; i < 3; ++i) {
+        lq.stride[i] = desc->q_stride[i] * (int64_t)es;
+        lk.stride[i] = desc->k_stride[i] * (int64_t)es;
+        lv.stride[i] = desc->v_stride[i] * (int64_t)es;
+    }
+    if (outputs_share(dq, &lq, z.q, dk, &lk, z.k) || outputs_share(dq, &lq, z.q, dv, &lv, z.v) ||
+        outputs_share(dk, &lk, z.k, dv, &lv, z.v))
+        return UF_ERR_ALIAS;
     a.q = q;
     a.k = k;
     a.v = v;

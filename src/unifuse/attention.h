@@ -112,8 +112,9 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
  *   summed over the broadcast indices.
  * Inputs may overlap one another; dq, dk, dv and dbias must not overlap an
  * input. dq, dk and dv may share one packed buffer as long as no element is
- * written by two of them (two starting at the same address is
- * UF_ERR_ALIAS; other double writes are not detected).
+ * written by two of them (checked exactly where their strides are equal
+ * and nest, as in a packed [B, S, 3, H, D] buffer; otherwise overlapping
+ * extents are UF_ERR_ALIAS).
  *
  * Status: as for the forward pass; UF_ERR_BAD_ARGUMENT for dbias with a
  * boolean mask or without a bias; UF_ERR_NULL_POINTER for a NULL lse.

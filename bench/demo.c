@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench_random.h"
+#include "demo_attention.h"
 #include "demo_fused.h"
 #include "unifuse.h"
 
@@ -325,6 +326,7 @@ int main(void)
     int bad = run_small();
     bad |= run_timing(info.backend);
     bad |= demo_fused(info.backend);
+    bad |= demo_attention(info.backend);
     printf("%s\n", bad ? "FAILED" : "OK");
     return bad ? 1 : 0;
 }

@@ -29,7 +29,9 @@ extern "C" {
  *   q and out are [B, Hq, Sq, D], k and v [B, Hkv, Sk, D]. Hkv >= 1 divides
  *   Hq (query head h reads key/value head h / (Hq / Hkv): multi-query and
  *   grouped-query attention). D is a multiple of 8 in 8..256. B, Hq, Sq or
- *   Sk may be 0 (nothing to do; Sk = 0 gives zero rows).
+ *   Sk may be 0: Sk = 0 gives zero rows (and zero dq); Sq = 0 or Hq = 0
+ *   leaves the forward pass nothing to do and the backward pass writes
+ *   zeros to dk and dv.
  * q_stride, k_stride, v_stride, o_stride: elements per step of the batch,
  *   head and sequence index of q, k, v and out; the D elements of a row are
  *   contiguous. Any non-negative strides (the [B, S, H, D] layout is

@@ -46,7 +46,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
         UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t keys = j0 + t / 32 * 16;
-            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
+            UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
             {
                 const int64_t j = keys + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
@@ -56,7 +57,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 UF_X(va)
                 [4 * kt + p] = in ? UF_PAIR_AT(vh + j * a.vs[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
             }
-            UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(dk)[e] = UF_X(dv)[e] = 0.0f;
+            UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(dk)[e] = UF_X(dv)[e] = 0.0f;
         }
         for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
             const UF_T *q = (const UF_T *)a.q + b * a.qs[0] + h * a.qs[1];
@@ -76,15 +77,15 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                         lse_t[t] = l == -INFINITY ? INFINITY : l; /* a row that sees nothing */
                         delta_t[t] = t < avail ? a.delta[row0 + i0 + t] : 0.0f;
                     }
-                    UF_UNROLL for (int e = 0; e < 4 * UF_NQT; ++e) UF_X(st)[e] = UF_X(dpt)[e] =
+                    UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NQT; ++e) UF_X(st)[e] = UF_X(dpt)[e] =
                         0.0f;
                     UF_ASYNC_WAIT();
                 }
                 UF_BARRIER();
                 /* S^T = K Q^T and dP^T = V dO^T: Q and dO rows are B's columns. */
                 /* k outer: consecutive products feed different accumulators. */
-                UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
-                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt)
+                UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                    UF_UNROLL_REGS for (int nt = 0; nt < UF_NQT; ++nt)
                 {
                     UF_THREADS (t) {
                         UF_FRAG_B_ROWS(UF_X(bf), qtile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
@@ -101,8 +102,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                 UF_THREADS (t) {
                     const int lane = t % 32;
                     const int64_t keys = j0 + t / 32 * 16;
-                    UF_UNROLL for (int nt = 0; nt < UF_NQT; ++nt)
-                        UF_UNROLL for (int e = 0; e < 4; ++e)
+                    UF_UNROLL_REGS for (int nt = 0; nt < UF_NQT; ++nt)
+                        UF_UNROLL_REGS for (int e = 0; e < 4; ++e)
                     {
                         const int iq = 8 * nt + UF_FRAG_C_COL(lane, e);
                         const int64_t i = i0 + iq, j = keys + UF_FRAG_C_ROW(lane, e);
@@ -119,16 +120,16 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                         UF_X(st)[4 * nt + e] = p * keep; /* P^T after dropout, for dv */
                         UF_X(dpt)[4 * nt + e] = p * (UF_X(dpt)[4 * nt + e] * keep - delta_t[iq]);
                     }
-                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                        UF_UNROLL for (int p = 0; p < 4; ++p)
+                    UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                        UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
                     {
                         const float *c = &UF_X(st)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                         UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                     }
                 }
                 /* dv += P^T dO, then dk += dS^T Q: dO and Q rows are B's k. */
-                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                    UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
                 {
                     UF_THREADS (t) {
                         UF_FRAG_B_COLS(UF_X(bf), gtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
@@ -137,15 +138,15 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
                     UF_MMA(dv, 4 * dt, pa, 4 * kk, bf, 0);
                 }
                 UF_THREADS (t) {
-                    UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                        UF_UNROLL for (int p = 0; p < 4; ++p)
+                    UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                        UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
                     {
                         const float *c = &UF_X(dpt)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                         UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                     }
                 }
-                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                    UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
                 {
                     UF_THREADS (t) {
                         UF_FRAG_B_COLS(UF_X(bf), qtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
@@ -161,12 +162,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_THREADS)
             const int64_t keys = j0 + t / 32 * 16;
             UF_T *dkh = (UF_T *)a.dk + b * a.ks[0] + hk * a.ks[1];
             UF_T *dvh = (UF_T *)a.dv + b * a.vs[0] + hk * a.vs[1];
-            UF_UNROLL for (int r = 0; r < 2; ++r)
+            UF_UNROLL_REGS for (int r = 0; r < 2; ++r)
             {
                 const int64_t j = keys + UF_FRAG_C_ROW(lane, 2 * r);
                 if (j >= a.sk)
                     continue;
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
                 {
                     const int col = 8 * dt + UF_FRAG_C_COL(lane, 2 * r);
                     if (col >= a.d)

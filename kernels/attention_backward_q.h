@@ -42,7 +42,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
         UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
-            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
+            UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
             {
                 const int64_t i = rows + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
@@ -52,14 +53,14 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                 UF_X(ga)
                 [4 * kt + p] = in ? UF_PAIR_AT(g + i * a.os[2] + col) : UF_PAIR_OF(0.0f, 0.0f);
             }
-            UF_UNROLL for (int r = 0; r < 2; ++r)
+            UF_UNROLL_REGS for (int r = 0; r < 2; ++r)
             {
                 const int64_t i = rows + UF_FRAG_C_ROW(lane, 2 * r);
                 const float l = i < a.sq ? a.lse_in[row0 + i] : INFINITY;
                 UF_X(lse)[r] = l == -INFINITY ? INFINITY : l;
                 UF_X(delta)[r] = i < a.sq ? a.delta[row0 + i] : 0.0f;
             }
-            UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
+            UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
         }
         for (int64_t j0 = jlo; j0 < jhi; j0 += UF_ATT_BN) {
             const int64_t avail = a.sk - j0;
@@ -68,15 +69,15 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                 (ktile, kh + j0 * a.ks[2], a.ks[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
                 UF_ANAME(uf_att_load_tile)
                 (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, avail, a.d, a.vec, t, UF_NTHREADS);
-                UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = UF_X(dp)[e] = 0.0f;
+                UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = UF_X(dp)[e] = 0.0f;
                 UF_ASYNC_WAIT();
             }
             UF_BARRIER();
             /* S = Q K^T and dP = dO V^T: K and V rows are B's columns. */
             /* k outer: consecutive products feed different accumulators, so
              * none waits for the one before. */
-            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
-                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt)
+            UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL_REGS for (int nt = 0; nt < UF_NST; ++nt)
             {
                 UF_THREADS (t) {
                     UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
@@ -93,7 +94,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
             UF_THREADS (t) {
                 const int lane = t % 32;
                 const int64_t rows = i0 + t / 32 * 16;
-                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int e = 0; e < 4; ++e)
+                UF_UNROLL_REGS for (int nt = 0; nt < UF_NST; ++nt)
+                    UF_UNROLL_REGS for (int e = 0; e < 4; ++e)
                 {
                     const int64_t i = rows + UF_FRAG_C_ROW(lane, e);
                     const int64_t j = j0 + 8 * nt + UF_FRAG_C_COL(lane, e);
@@ -114,15 +116,16 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
                         a.dbias_full[(row0 + i) * a.sk + j] = ds;
                     UF_X(s)[4 * nt + e] = ds;
                 }
-                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4; ++p)
+                UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
                 {
                     const float *c = &UF_X(s)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                     UF_X(dsa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                 }
             }
             /* dq += dS K: K's rows are B's k. */
-            UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+            UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
             {
                 UF_THREADS (t) {
                     UF_FRAG_B_COLS(UF_X(bf), ktile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
@@ -136,12 +139,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_THREADS)
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
             UF_T *dq = (UF_T *)a.dq + b * a.qs[0] + h * a.qs[1];
-            UF_UNROLL for (int r = 0; r < 2; ++r)
+            UF_UNROLL_REGS for (int r = 0; r < 2; ++r)
             {
                 const int64_t i = rows + UF_FRAG_C_ROW(lane, 2 * r);
                 if (i >= a.sq)
                     continue;
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
                 {
                     const int col = 8 * dt + UF_FRAG_C_COL(lane, 2 * r);
                     if (col >= a.d)

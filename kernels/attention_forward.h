@@ -44,7 +44,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
         UF_THREADS (t) {
             const int lane = t % 32;
             const int64_t rows = i0 + t / 32 * 16;
-            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt) UF_UNROLL for (int p = 0; p < 4; ++p)
+            UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
             {
                 const int64_t i = rows + UF_FRAG_A_ROW(lane, p);
                 const int col = 16 * kt + UF_FRAG_A_COL(lane, p);
@@ -52,7 +53,7 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 [4 * kt + p] = i < a.sq && col < a.d ? UF_PAIR_AT(q + i * a.qs[2] + col)
                                                      : UF_PAIR_OF(0.0f, 0.0f);
             }
-            UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
+            UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] = 0.0f;
             UF_X(m0) = UF_X(m1) = -INFINITY;
             UF_X(l0) = UF_X(l1) = 0.0f;
         }
@@ -73,12 +74,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 UF_ANAME(uf_att_load_tile)
                 (vtile, vh + j0 * a.vs[2], a.vs[2], UF_ATT_BN, a.sk - j0, a.d, a.vec, t,
                  UF_NTHREADS);
-                UF_UNROLL for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = 0.0f;
+                UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NST; ++e) UF_X(s)[e] = 0.0f;
             }
             /* k outer: consecutive products feed different accumulators, so
              * none waits for the one before. */
-            UF_UNROLL for (int kt = 0; kt < UF_NKT; ++kt)
-                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt)
+            UF_UNROLL_REGS for (int kt = 0; kt < UF_NKT; ++kt)
+                UF_UNROLL_REGS for (int nt = 0; nt < UF_NST; ++nt)
             {
                 UF_THREADS (t) {
                     UF_FRAG_B_ROWS(UF_X(bf), ktile + 8 * nt * UF_ATT_LD + 16 * kt, UF_ATT_LD,
@@ -91,7 +92,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 const int lane = t % 32;
                 const int64_t rows = i0 + t / 32 * 16;
                 float mx[2] = {-INFINITY, -INFINITY};
-                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int e = 0; e < 4; ++e)
+                UF_UNROLL_REGS for (int nt = 0; nt < UF_NST; ++nt)
+                    UF_UNROLL_REGS for (int e = 0; e < 4; ++e)
                 {
                     const int64_t i = rows + UF_FRAG_C_ROW(lane, e);
                     const int64_t j = j0 + 8 * nt + UF_FRAG_C_COL(lane, e);
@@ -118,7 +120,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                                       mn[1] == -INFINITY ? 0.0f : mn[1]};
                 const float alpha[2] = {UF_EXPF(UF_X(m0) - ref[0]), UF_EXPF(UF_X(m1) - ref[1])};
                 float sum[2] = {0.0f, 0.0f};
-                UF_UNROLL for (int nt = 0; nt < UF_NST; ++nt) UF_UNROLL for (int e = 0; e < 4; ++e)
+                UF_UNROLL_REGS for (int nt = 0; nt < UF_NST; ++nt)
+                    UF_UNROLL_REGS for (int e = 0; e < 4; ++e)
                 {
                     float p = UF_EXPF(UF_X(s)[4 * nt + e] - ref[e / 2]);
                     sum[e / 2] += p;
@@ -135,10 +138,12 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                 UF_X(m1) = mn[1];
                 UF_X(l0) = UF_X(l0) * alpha[0] + sum[0];
                 UF_X(l1) = UF_X(l1) * alpha[1] + sum[1];
-                UF_UNROLL for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] *= alpha[e % 4 / 2];
+                UF_UNROLL_REGS for (int e = 0; e < 4 * UF_NDT; ++e) UF_X(acc)[e] *=
+                    alpha[e % 4 / 2];
                 /* S's accumulator layout is P's operand layout: n-tiles 2kk
                  * and 2kk + 1 make k-tile kk. */
-                UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk) UF_UNROLL for (int p = 0; p < 4; ++p)
+                UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                    UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
                 {
                     const float *c = &UF_X(s)[4 * (2 * kk + p / 2) + 2 * (p % 2)];
                     UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
@@ -154,8 +159,8 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
                     (ktile, kh + (j0 + UF_ATT_BN) * a.ks[2], a.ks[2], UF_ATT_BN,
                      a.sk - j0 - UF_ATT_BN, a.d, a.vec, t, UF_NTHREADS);
                 }
-            UF_UNROLL for (int kk = 0; kk < UF_NPT; ++kk)
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+            UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
+                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
             {
                 UF_THREADS (t) {
                     UF_FRAG_B_COLS(UF_X(bf), vtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
@@ -171,14 +176,14 @@ UF_KERNEL_BOUNDED(UF_ANAME(uf_att_fwd), uf_attention_args, a, UF_ATT_THREADS)
             const int64_t rows = i0 + t / 32 * 16;
             UF_T *o = (UF_T *)a.o + b * a.os[0] + h * a.os[1];
             const float l[2] = {UF_X(l0), UF_X(l1)}, m[2] = {UF_X(m0), UF_X(m1)};
-            UF_UNROLL for (int r = 0; r < 2; ++r)
+            UF_UNROLL_REGS for (int r = 0; r < 2; ++r)
             {
                 const int64_t i = rows + UF_FRAG_C_ROW(lane, 2 * r);
                 if (i >= a.sq)
                     continue;
                 /* A row that saw no key has l = 0: zeros, not NaN. */
                 const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
-                UF_UNROLL for (int dt = 0; dt < UF_NDT; ++dt)
+                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; ++dt)
                 {
                     const int col = 8 * dt + UF_FRAG_C_COL(lane, 2 * r);
                     if (col >= a.d)

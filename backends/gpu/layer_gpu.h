@@ -28,6 +28,9 @@
 #define UF_UNROLL _Pragma("unroll")
 #define UF_PRAGMA_(x) _Pragma(#x)
 #define UF_UNROLL_BY(n) UF_PRAGMA_(unroll n)
+/* Loops over register arrays (fragments): unrolled on GPUs, kept as loops
+ * on the CPU. */
+#define UF_UNROLL_REGS _Pragma("unroll")
 
 typedef struct uf_kdims {
     int64_t blocks;

@@ -41,6 +41,10 @@
 #define UF_UNROLL _Pragma("GCC unroll 10")
 #define UF_PRAGMA_(x) _Pragma(#x)
 #define UF_UNROLL_BY(n) UF_PRAGMA_(GCC unroll n)
+/* Loops that a GPU must unroll to keep arrays in registers (the fragment
+ * loops of attention) stay loops here: unrolled, their nested bodies made
+ * functions too large to compile in reasonable time under sanitizers. */
+#define UF_UNROLL_REGS
 
 /* ---- kernels and launch ---- */
 typedef struct uf_kdims {

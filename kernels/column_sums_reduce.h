@@ -19,6 +19,8 @@ UF_KERNEL(UF_VNAME(uf_colsum_reduce), uf_colsum_args, a)
             UF_ACC acc = 0;
             if (c < a.cols && a.out[which]) {
                 const UF_ACC *p = (const UF_ACC *)a.partial + which * a.cols + c;
+                /* unrolled so that the loads are in flight together */
+                UF_UNROLL_BY(8)
                 for (int64_t k = t / UF_COLSUM_COLS; k < a.nchunks; k += lanes)
                     acc += p[k * 2 * a.cols];
             }

@@ -1,7 +1,9 @@
 /*
  * LayerNorm / RMSNorm, one instantiation per (UF_DT, UF_VEC); see norm.c
  * and norm_args.h. Row passes read the row again from cache rather than
- * holding it, so any cols works with the same code.
+ * holding it, so any cols works with the same code. (Holding the forward's
+ * row in registers was measured slower on the H200: more registers, lower
+ * occupancy, and the kernel is bound by instructions, not by re-reads.)
  *
  * Numerics: LayerNorm sums h - pivot, with pivot the row's first element,
  * so that a large common offset (mean 1e4, variance 1) costs no precision;
@@ -57,6 +59,11 @@ UF_FN void UF_VNAME(uf_norm_affine)(const uf_norm_args *a, int64_t c0, UF_ACC *w
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
 }
 
+/* The forward reads the row twice (the second time mostly from cache):
+ * once for each thread's count, sum and centred sum of squares about its own
+ * first element, once for y. The LayerNorm statistics combine those partial
+ * moments (Chan's rule) in two scalar reductions, so that the variance needs
+ * no third pass. */
 UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
 {
     const int layer = a.kind == UF_NORM_LAYER;
@@ -65,63 +72,67 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
     UF_BLOCKS (b) {
         UF_EXCLUSIVE(UF_ACC, pivot);
         UF_EXCLUSIVE(UF_ACC, s);
-        UF_EXCLUSIVE(UF_ACC, d); /* LayerNorm: mean - pivot */
-        /* Pass 1: sum of h - pivot (LayerNorm) or of h^2 (RMSNorm). */
+        UF_EXCLUSIVE(UF_ACC, cnt);  /* elements this thread saw */
+        UF_EXCLUSIVE(UF_ACC, mean); /* their mean, minus the row pivot */
+        UF_EXCLUSIVE(UF_ACC, m2);   /* their sum of squares about that mean */
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
-            UF_ACC acc = 0, p = 0;
+            const int64_t c_first = (int64_t)(t % a.group) * UF_ACT_UNIT;
+            UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
-                p = layer ? UF_VNAME(uf_norm_pivot)(&a, base) : (UF_ACC)0;
+                /* pivots: the row's first h, and this thread's first h */
+                if (layer) {
+                    p = UF_VNAME(uf_norm_pivot)(&a, base);
+                    lp = c_first < a.cols ? UF_VNAME(uf_norm_pivot)(&a, base + c_first) : p;
+                }
                 UF_UNROLL_BY(UF_NORM_UNITS)
-                for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
-                     c0 += (int64_t)a.group * UF_ACT_UNIT) {
+                for (int64_t c0 = c_first; c0 < a.cols; c0 += (int64_t)a.group * UF_ACT_UNIT) {
                     UF_ACC h[UF_ACT_UNIT];
                     UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                    {
-                        const UF_ACC v = c0 + e < a.cols ? h[e] - p : (UF_ACC)0;
-                        acc += layer ? v : v * v;
-                    }
-                }
-            }
-            UF_X(pivot) = p;
-            UF_X(s) = acc;
-        }
-        UF_NORM_REDUCE(s);
-        /* Pass 2 (LayerNorm): sum of (h - mean)^2. */
-        if (layer) {
-            UF_THREADS (t) {
-                const int64_t row = b * rows_per_block + t / a.group;
-                const UF_ACC dm = UF_X(s) * inv_n, p = UF_X(pivot);
-                UF_ACC acc = 0;
-                if (row < a.rows) {
-                    const int64_t base = row * a.cols;
-                    UF_UNROLL_BY(UF_NORM_UNITS)
-                    for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
-                         c0 += (int64_t)a.group * UF_ACT_UNIT) {
-                        UF_ACC h[UF_ACT_UNIT];
-                        UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
+                    if (c0 + UF_ACT_UNIT <= a.cols) {
                         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                         {
-                            const UF_ACC v = c0 + e < a.cols ? (h[e] - p) - dm : (UF_ACC)0;
-                            acc += v * v;
+                            const UF_ACC x = h[e] - lp;
+                            s1 += x;
+                            s2 += x * x;
+                        }
+                        n += (UF_ACC)UF_ACT_UNIT;
+                    } else {
+                        for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {
+                            const UF_ACC x = h[e] - lp;
+                            s1 += x;
+                            s2 += x * x;
+                            n += 1;
                         }
                     }
                 }
-                UF_X(d) = dm;
-                UF_X(s) = acc;
             }
-            UF_NORM_REDUCE(s);
+            const UF_ACC mt = n > 0 ? s1 / n : (UF_ACC)0;
+            UF_X(pivot) = p;
+            UF_X(cnt) = n;
+            UF_X(mean) = (lp - p) + mt;
+            UF_X(m2) = s2 - s1 * mt;
+            /* LayerNorm: sum of h - pivot; RMSNorm: sum of h^2 */
+            UF_X(s) = layer ? n * (lp - p) + s1 : s2;
         }
-        /* Pass 3: statistics and y. */
+        UF_NORM_REDUCE(s);
+        if (layer) {
+            UF_THREADS (t) {
+                const UF_ACC dm = UF_X(s) * inv_n, dev = UF_X(mean) - dm;
+                UF_X(m2) = UF_X(cnt) > 0 ? UF_X(m2) + UF_X(cnt) * dev * dev : (UF_ACC)0;
+                UF_X(mean) = dm;
+            }
+            UF_NORM_REDUCE(m2);
+        }
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
             if (row >= a.rows)
                 continue;
             const int64_t base = row * a.cols;
-            const UF_ACC p = layer ? UF_X(pivot) : (UF_ACC)0, dm = layer ? UF_X(d) : (UF_ACC)0;
-            const UF_ACC rstd = (UF_ACC)1 / UF_SQRT_ACC(UF_X(s) * inv_n + (UF_ACC)a.eps);
+            const UF_ACC p = UF_X(pivot), dm = layer ? UF_X(mean) : (UF_ACC)0;
+            const UF_ACC var = (layer ? UF_X(m2) : UF_X(s)) * inv_n;
+            const UF_ACC rstd = (UF_ACC)1 / UF_SQRT_ACC(var + (UF_ACC)a.eps);
             if (t % a.group == 0) {
                 if (a.mean)
                     ((UF_ACC *)a.mean)[row] = p + dm;
@@ -220,7 +231,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
                 UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
                 if (a.dh_extra)
                     UF_VNAME(uf_row_load)
-                    ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
+                ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                 {
                     const UF_ACC hhat = (hc[e] - delta) * rstd;
@@ -230,6 +241,137 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
                 }
                 UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, dy);
             }
+        }
+    }
+}
+
+/* The backward with the column sums fused in, for rows of up to
+ * UF_NORM_UNITS units per thread. A logical block walks a chunk of
+ * chunk_rows rows, `UF_NTHREADS / group` rows at a time (several only when
+ * group <= UF_WARP), keeping each thread's column sums of dy * hhat and dy
+ * in registers; at the chunk's end the row slots are added in slot order
+ * into the chunk's partial sums. The row is read twice, the second time
+ * from cache. Same arithmetic as uf_norm_bwd for dx. */
+UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_THREADS)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    const int slots = UF_NTHREADS / a.group;
+    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
+    UF_BLOCKS (chunk) {
+        UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
+        UF_EXCLUSIVE_ARRAY(UF_ACC, dw, UF_NORM_UNITS * UF_ACT_UNIT);
+        UF_EXCLUSIVE_ARRAY(UF_ACC, db, UF_NORM_UNITS * UF_ACT_UNIT);
+        UF_EXCLUSIVE(UF_ACC, s_h);
+        UF_EXCLUSIVE(UF_ACC, s_g);
+        UF_EXCLUSIVE(UF_ACC, s_gh);
+        const int64_t r_begin = chunk * a.chunk_rows;
+        const int64_t r_end = r_begin + a.chunk_rows < a.rows ? r_begin + a.chunk_rows : a.rows;
+        UF_THREADS (t) {
+            UF_UNROLL for (int i = 0; i < UF_NORM_UNITS * UF_ACT_UNIT; ++i) UF_X(dw)[i] =
+                UF_X(db)[i] = 0;
+        }
+        for (int64_t r0 = r_begin; r0 < r_end; r0 += slots) {
+            UF_THREADS (t) {
+                const int64_t row = r0 + t / a.group;
+                UF_ACC sh = 0, sg = 0, sgh = 0;
+                if (row < r_end) {
+                    const int64_t base = row * a.cols;
+                    const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                    UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+                    {
+                        const int64_t c0 = ((int64_t)k * a.group + t % a.group) * UF_ACT_UNIT;
+                        if (c0 >= a.cols)
+                            continue;
+                        UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
+                        UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
+                        /* a whole unit without per-element bounds */
+                        const int n = c0 + UF_ACT_UNIT <= a.cols ? UF_ACT_UNIT : (int)(a.cols - c0);
+                        if (n == UF_ACT_UNIT && layer) {
+                            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                            {
+                                sh += hc[e];
+                                sg += g[e];
+                                sgh += g[e] * hc[e];
+                            }
+                        } else if (n == UF_ACT_UNIT) {
+                            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) sgh += g[e] * hc[e];
+                        } else {
+                            for (int e = 0; e < n; ++e) {
+                                sh += hc[e];
+                                sg += g[e];
+                                sgh += g[e] * hc[e];
+                            }
+                        }
+                    }
+                }
+                UF_X(s_h) = sh;
+                UF_X(s_g) = sg;
+                UF_X(s_gh) = sgh;
+            }
+            if (layer) {
+                UF_NORM_REDUCE(s_h);
+                UF_NORM_REDUCE(s_g);
+            }
+            UF_NORM_REDUCE(s_gh);
+            UF_THREADS (t) {
+                const int64_t row = r0 + t / a.group;
+                if (row >= r_end)
+                    continue;
+                const int64_t base = row * a.cols;
+                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[row];
+                const UF_ACC delta = layer ? UF_X(s_h) * inv_n : (UF_ACC)0;
+                const UF_ACC mean_g = layer ? UF_X(s_g) * inv_n : (UF_ACC)0;
+                const UF_ACC mean_ghat = rstd * (UF_X(s_gh) - delta * UF_X(s_g)) * inv_n;
+                UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+                {
+                    const int64_t c0 = ((int64_t)k * a.group + t % a.group) * UF_ACT_UNIT;
+                    if (c0 >= a.cols)
+                        continue;
+                    UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
+                    if (a.dh_extra)
+                        UF_VNAME(uf_row_load)
+                    ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, dx);
+                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+                    {
+                        const UF_ACC hhat = (hc[e] - delta) * rstd;
+                        const UF_ACC v = rstd * (g[e] - mean_g - hhat * mean_ghat);
+                        dx[e] = a.dh_extra ? v + dx[e] : v;
+                        UF_X(dw)[k * UF_ACT_UNIT + e] += dy[e] * hhat;
+                        UF_X(db)[k * UF_ACT_UNIT + e] += dy[e];
+                    }
+                    UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, dx);
+                }
+            }
+        }
+        /* The chunk's column sums, unit by unit: with one row slot, straight
+         * from registers; else the slots' sums through `sums` (blocks of
+         * UF_COLSUM_THREADS), added in slot order. */
+        for (int k = 0; a.partial && slots == 1 && k < UF_NORM_UNITS; ++k) {
+            UF_THREADS (t) {
+                const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;
+                UF_ACC *out = (UF_ACC *)a.partial + chunk * 2 * a.cols;
+                for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {
+                    out[c0 + e] = UF_X(dw)[k * UF_ACT_UNIT + e];
+                    out[a.cols + c0 + e] = UF_X(db)[k * UF_ACT_UNIT + e];
+                }
+            }
+        }
+        for (int k = 0; a.partial && slots > 1 && k < UF_NORM_UNITS; ++k) {
+            UF_THREADS (t) {
+                UF_VNAME(uf_colsum_publish)
+                (sums, t, &UF_X(dw)[k * UF_ACT_UNIT], &UF_X(db)[k * UF_ACT_UNIT]);
+            }
+            UF_BARRIER();
+            UF_THREADS (t) {
+                const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;
+                if (t < a.group && c0 < a.cols)
+                    UF_VNAME(uf_colsum_combine)
+                (sums, a.group, UF_NTHREADS, t, c0, a.cols,
+                 (UF_ACC *)a.partial + chunk * 2 * a.cols);
+            }
+            UF_BARRIER();
         }
     }
 }
@@ -274,7 +416,7 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
             const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
             if (t < a.tpr && c0 < a.cols)
                 UF_VNAME(uf_colsum_combine)
-                (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
+            (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
         }
         UF_BARRIER();
     }

@@ -16,6 +16,11 @@
  * load per barrier-separated pass (a plain literal: it goes into a pragma). */
 #define UF_NORM_UNITS 4
 
+/* Largest block of the fused backward (uf_norm_bwd_fused): its column sums
+ * take registers, so it is bounded below the largest block; rows of up to
+ * this many threads' UF_NORM_UNITS units take that path. */
+#define UF_NORM_FUSED_THREADS 512
+
 typedef struct uf_norm_args {
     const void *x, *residual, *weight, *bias; /* forward inputs (backward: x is h) */
     const void *dy, *dh_extra;                /* backward inputs */
@@ -40,6 +45,8 @@ typedef struct uf_norm_args {
     UF_NORM_DECLARE_ONE(fwd, dt, 1)                                                                \
     UF_NORM_DECLARE_ONE(fwd, dt, vec)                                                              \
     UF_NORM_DECLARE_ONE(bwd, dt, 1)                                                                \
+    UF_NORM_DECLARE_ONE(bwd_fused, dt, 1)                                                          \
+    UF_NORM_DECLARE_ONE(bwd_fused, dt, vec)                                                        \
     UF_NORM_DECLARE_ONE(bwd, dt, vec)                                                              \
     UF_NORM_DECLARE_ONE(cols, dt, 1) UF_NORM_DECLARE_ONE(cols, dt, vec)
 

@@ -12,7 +12,7 @@
 
 typedef uf_status (*uf_norm_launcher)(const uf_launch *, const uf_norm_args *);
 
-enum { PASS_FWD, PASS_BWD, PASS_COLS };
+enum { PASS_FWD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
 
 /* Indexed [pass][dtype - 1][vectorised]. */
 #define UF_NORM_ROW(pass, dt, vec)                                                                 \
@@ -24,8 +24,8 @@ enum { PASS_FWD, PASS_BWD, PASS_COLS };
         UF_NORM_ROW(pass, f32, 4), UF_NORM_ROW(pass, f16, 8), UF_NORM_ROW(pass, bf16, 8),          \
             UF_NORM_ROW(pass, f64, 2)                                                              \
     }
-static const uf_norm_launcher launchers[3][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(bwd),
-                                                    UF_NORM_PASS(cols)};
+static const uf_norm_launcher launchers[4][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(bwd),
+                                                    UF_NORM_PASS(bwd_fused), UF_NORM_PASS(cols)};
 
 /* Byte sizes of one call's operands. */
 typedef struct sizes {
@@ -107,13 +107,71 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
     return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
 }
 
+/* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS
+ * threads' UF_NORM_UNITS units (*fused = 0 when the row is longer): rows of
+ * up to a warp go UF_COLSUM_THREADS threads to a block, several rows at a
+ * time; a longer row has a block of its own, as many threads as it needs.
+ * The rows are cut into about as many chunks as the device holds blocks at
+ * once (a chunk's column sums are written once, then added by
+ * uf_colsum_reduce). */
+static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int *fused)
+{
+    uf_device_limits lim;
+    const uf_status st = ufb_device_limits(&lim);
+    *fused = 0;
+    if (st != UF_OK)
+        return st;
+    const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
+    const int64_t wanted = (units + UF_NORM_UNITS - 1) / UF_NORM_UNITS;
+    int group = 1;
+    while (group < wanted)
+        group *= 2;
+    const int threads = group > lim.warp_size ? group : UF_COLSUM_THREADS;
+    if (group > UF_NORM_FUSED_THREADS || threads > lim.max_threads_per_block)
+        return UF_OK;
+    const int64_t slots = threads / group;
+    const int64_t per_mp = UF_NORM_FUSED_THREADS / threads;
+    const int64_t target = (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1);
+    const int64_t row_steps = (a->rows + slots - 1) / slots;
+    const int64_t steps = (row_steps + target - 1) / target;
+    a->group = group;
+    a->chunk_rows = steps * slots;
+    a->nchunks = (a->rows + a->chunk_rows - 1) / a->chunk_rows;
+    l->threads = threads;
+    l->blocks = a->nchunks;
+    *fused = 1;
+    return UF_OK;
+}
+
+/* The fused backward: one kernel for dx and the chunks' column sums, then
+ * their reduction. */
+static uf_status queue_fused(const uf_norm_desc *desc, uf_norm_args *a, const uf_launch *l,
+                             void *dw, void *db, uf_stream stream)
+{
+    uf_colsum_args sums = {NULL, {dw, db}, a->cols, a->nchunks};
+    uf_status st = UF_OK;
+    if (dw || db) {
+        st = uf_colsum_begin(&sums, desc->dtype, stream);
+        if (st != UF_OK)
+            return st;
+        a->partial = (void *)sums.partial;
+    }
+    st = launchers[PASS_BWD_FUSED][desc->dtype - 1][a->vec](l, a);
+    return dw || db ? uf_colsum_finish(&sums, desc->dtype, st, stream) : st;
+}
+
 /* The backward's scratch, launches and column sums (`dw`, `db` where asked
- * for; `stats_bytes` per statistic), on the current device (the stream's). */
+ * for; `stats_bytes` per statistic), on the current device (the stream's):
+ * fused where the row fits, else a row kernel and a column kernel. */
 static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void *dw, void *db,
                                 size_t stats_bytes, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0};
-    uf_status st = plan_rows(a, &l);
+    int fused = 0;
+    uf_status st = plan_fused(a, &l, &fused);
+    if (st != UF_OK || fused)
+        return st != UF_OK ? st : queue_fused(desc, a, &l, dw, db, stream);
+    st = plan_rows(a, &l);
     if (st != UF_OK)
         return st;
     const int columns = dw || db;

@@ -197,8 +197,11 @@ static void shapes_and_options(void **state)
 {
     (void)state;
     TH_NEED_DEVICE();
-    static const int64_t shapes[][2] = {{1, 1},    {3, 3},    {37, 8},   {5, 768},
-                                        {4, 1000}, {3, 1024}, {2, 4097}, {2, 65536}};
+    /* Row groups of 1 to 512 threads, several rows per block or one; rows
+     * longer than the fused backward takes (16385) and far longer. */
+    static const int64_t shapes[][2] = {{1, 1},    {3, 3},     {37, 8},    {5, 768},
+                                        {4, 1000}, {3, 1024},  {3, 2000},  {2, 3000},
+                                        {2, 4097}, {2, 16384}, {2, 16385}, {2, 65536}};
     size_t bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
         for (size_t d = 0; d < NDTYPES; ++d)

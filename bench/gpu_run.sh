@@ -3,8 +3,13 @@
 # carried cmocka packages, build the CUDA backend, run the tests, the
 # compute-sanitizer tools over the test binaries, the benchmark and the
 # comparison with PyTorch. Logs and JSON go to $OUT (or ./gpu-out).
-#   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp] [attn]
-# (default: the first four). python: the binding's unit tests on the GPU's
+#   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp] [attn] [ab]
+# (default: the first four). UF_PREBUILT=DIR uses binaries built elsewhere
+# (DIR holds libunifuse-cuda.so*, tests/ and bench/ as a build directory
+# does) instead of building here. ab: the benchmarks named in UF_AB_BENCH
+# (default: norm epilogue activation) once per library directory in
+# UF_AB_LIBS (each holding a libunifuse-cuda.so.0), the same binaries in one
+# session, so that two commits' kernels are compared on equal terms. python: the binding's unit tests on the GPU's
 # PyTorch; train: the tiny transformer with unifuse and with PyTorch's ops,
 # eager and compiled; ddp: the same under DistributedDataParallel on two
 # GPUs (NCCL) against one process with the same global batch; attn: the
@@ -33,17 +38,27 @@ fi
 log "$(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
-meson setup build-gpu -Dplatform=cuda -Dbuildtype=release ${UF_MESON_ARGS:-} >"$out/setup.log" 2>&1 ||
-  { cat "$out/setup.log"; exit 1; }
-ninja -C build-gpu >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
-grep -i warning "$out/build.log" | tee -a "$out/summary.txt"
+B=${UF_PREBUILT:-build-gpu}
+if [ -z "${UF_PREBUILT:-}" ]; then
+  meson setup build-gpu -Dplatform=cuda -Dbuildtype=release ${UF_MESON_ARGS:-} >"$out/setup.log" 2>&1 ||
+    { cat "$out/setup.log"; exit 1; }
+  ninja -C build-gpu >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+  grep -i warning "$out/build.log" | tee -a "$out/summary.txt"
+fi
+B=$(cd "$B" && pwd)
 
 for stage in $stages; do
   case $stage in
   test)
     log "meson test (CUDA)"
-    UF_TEST_LARGE=1 meson test -C build-gpu --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
-    cp build-gpu/meson-logs/testlog.txt "$out/testlog.txt"
+    if [ -z "${UF_PREBUILT:-}" ]; then
+      UF_TEST_LARGE=1 meson test -C $B --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
+      cp $B/meson-logs/testlog.txt "$out/testlog.txt"
+    else # no meson directory: each test binary there, in turn
+      for t in "$B"/tests/test_*; do
+        UF_TEST_LARGE=1 "$t" >>"$out/testlog.txt" 2>&1 || status=1
+      done
+    fi
     grep -hE '^\[  (PASSED|FAILED|SKIPPED) *\]' "$out/testlog.txt" | tee -a "$out/summary.txt"
     ;;
   sanitize)
@@ -52,7 +67,7 @@ for stage in $stages; do
     # UF_SAN_TOOLS / UF_SAN_TESTS narrow a run that must fit a time limit.
     for tool in ${UF_SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
       for t in ${UF_SAN_TESTS:-runtime softmax_forward softmax_backward activation dropout epilogue norm concurrency multi_device}; do
-        t=build-gpu/tests/test_$t
+        t=$B/tests/test_$t
         [ -x "$t" ] || { echo "no $t" | tee -a "$out/summary.txt"; continue; }
         log "compute-sanitizer $tool $(basename "$t") (UF_TEST_QUICK=1)"
         UF_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" \
@@ -68,16 +83,16 @@ for stage in $stages; do
     ;;
   bench)
     log "unifuse-bench-softmax"
-    build-gpu/bench/unifuse-bench-softmax --json "$out/bench_softmax_h200.json" \
+    $B/bench/unifuse-bench-softmax --json "$out/bench_softmax_h200.json" \
       2>&1 | tee "$out/bench.log" | tail -80 || status=1
     log "unifuse-bench-activation"
-    build-gpu/bench/unifuse-bench-activation --json "$out/bench_activation_h200_$commit.json" \
+    $B/bench/unifuse-bench-activation --json "$out/bench_activation_h200_$commit.json" \
       2>&1 | tee "$out/bench_activation.log" | tail -60 || status=1
     log "unifuse-bench-epilogue"
-    build-gpu/bench/unifuse-bench-epilogue --json "$out/bench_epilogue_h200_$commit.json" \
+    $B/bench/unifuse-bench-epilogue --json "$out/bench_epilogue_h200_$commit.json" \
       2>&1 | tee "$out/bench_epilogue.log" | tail -30 || status=1
     log "unifuse-bench-norm"
-    build-gpu/bench/unifuse-bench-norm --json "$out/bench_norm_h200_$commit.json" \
+    $B/bench/unifuse-bench-norm --json "$out/bench_norm_h200_$commit.json" \
       2>&1 | tee "$out/bench_norm.log" | tail -100 || status=1
     ;;
   torch)
@@ -85,27 +100,27 @@ for stage in $stages; do
     ops=" ${UF_TORCH_OPS:-softmax activation epilogue norm} "
     if [[ $ops == *" softmax "* ]]; then
     log "compare_torch.py"
-    python3 bench/compare_torch.py --lib build-gpu/libunifuse-cuda.so \
+    python3 bench/compare_torch.py --lib $B/libunifuse-cuda.so \
       --out-json "$out/torch_softmax_h200.json" --out-png "$out/torch_softmax_h200.png" \
       2>&1 | tee "$out/torch.log" | tail -80 || status=1
     fi
     if [[ $ops == *" activation "* ]]; then
     log "compare_torch_activation.py"
-    python3 bench/compare_torch_activation.py --lib build-gpu/libunifuse-cuda.so \
+    python3 bench/compare_torch_activation.py --lib $B/libunifuse-cuda.so \
       --out-json "$out/torch_activation_h200_$commit.json" \
       --out-png "$out/torch_activation_h200_$commit.png" \
       2>&1 | tee "$out/torch_activation.log" | tail -80 || status=1
     fi
     if [[ $ops == *" epilogue "* ]]; then
     log "compare_torch_epilogue.py"
-    python3 bench/compare_torch_epilogue.py --lib build-gpu/libunifuse-cuda.so \
+    python3 bench/compare_torch_epilogue.py --lib $B/libunifuse-cuda.so \
       --out-json "$out/torch_epilogue_h200_$commit.json" \
       --out-png "$out/torch_epilogue_h200_$commit.png" \
       2>&1 | tee "$out/torch_epilogue.log" | tail -60 || status=1
     fi
     if [[ $ops == *" norm "* ]]; then
     log "compare_torch_norm.py"
-    python3 bench/compare_torch_norm.py --lib build-gpu/libunifuse-cuda.so \
+    python3 bench/compare_torch_norm.py --lib $B/libunifuse-cuda.so \
       --out-json "$out/torch_norm_h200_$commit.json" \
       --out-png "$out/torch_norm_h200_$commit.png" \
       2>&1 | tee "$out/torch_norm.log" | tail -140 || status=1
@@ -116,23 +131,34 @@ for stage in $stages; do
     # calls would take more than a few seconds, so a slow kernel keeps the
     # stage within minutes.
     log "unifuse-bench-attention"
-    build-gpu/bench/unifuse-bench-attention --json "$out/bench_attention_h200_$commit.json" \
+    $B/bench/unifuse-bench-attention --json "$out/bench_attention_h200_$commit.json" \
       ${UF_ATTN_BENCH_ARGS:-} 2>&1 | tee "$out/bench_attention.log" | tail -60 || status=1
     log "compare_torch_attention.py"
-    python3 bench/compare_torch_attention.py --lib build-gpu/libunifuse-cuda.so \
+    python3 bench/compare_torch_attention.py --lib $B/libunifuse-cuda.so \
       --out-json "$out/torch_attention_h200_$commit.json" \
       --out-png "$out/torch_attention_h200_$commit.png" ${UF_ATTN_TORCH_ARGS:-} \
       2>&1 | tee "$out/torch_attention.log" | tail -80 || status=1
     ;;
+  ab)
+    for lib in ${UF_AB_LIBS:-}; do
+      for b in ${UF_AB_BENCH:-norm epilogue activation}; do
+        log "unifuse-bench-$b with $lib"
+        LD_LIBRARY_PATH=$lib $B/bench/unifuse-bench-$b \
+          --json "$out/ab_${b}_$(basename "$lib").json" >"$out/ab_${b}_$(basename "$lib").log" 2>&1 ||
+          status=1
+        tail -3 "$out/ab_${b}_$(basename "$lib").log" | tee -a "$out/summary.txt"
+      done
+    done
+    ;;
   python)
     log "python/run_tests.py on $(python3 -c 'import torch; print("torch", torch.__version__)')"
-    UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so python3 python/run_tests.py \
+    UNIFUSE_LIBRARY=$B/libunifuse-cuda.so python3 python/run_tests.py \
       >"$out/python_tests.log" 2>&1 || status=1
     grep -E '^(skipped|unittest|FAIL|ERROR)' "$out/python_tests.log" | tee -a "$out/summary.txt"
     log "the PyTorch example of docs/api.md, on the GPU"
     ex=$(mktemp -d) root=$PWD
     python3 tests/doc_examples/extract.py docs/api.md --out "$ex" example_torch.py example_torch.out &&
-      (cd "$ex" && PYTHONPATH=$root/python UNIFUSE_LIBRARY=$root/build-gpu/libunifuse-cuda.so \
+      (cd "$ex" && PYTHONPATH=$root/python UNIFUSE_LIBRARY=$B/libunifuse-cuda.so \
         python3 example_torch.py) >"$ex/actual.out" 2>&1
     cat "$ex/actual.out" >>"$out/summary.txt"
     diff "$ex/example_torch.out" "$ex/actual.out" | tee -a "$out/summary.txt"
@@ -142,7 +168,7 @@ for stage in $stages; do
     # at the chance loss ln 16, where rounding noise drives Adam and no two
     # runs agree); dropout off where loss curves are compared step by step.
     train() {
-      UNIFUSE_LIBRARY=$PWD/build-gpu/libunifuse-cuda.so python3 python/train_tiny_transformer.py \
+      UNIFUSE_LIBRARY=$B/libunifuse-cuda.so python3 python/train_tiny_transformer.py \
         --steps "${UF_TRAIN_STEPS:-300}" --d-model 128 --heads 4 --layers 4 --half 16 --batch 64 \
         --lr 1e-3 --log-every 50 "$@" >>"$out/train.log" 2>&1 || status=1
     }

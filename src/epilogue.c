@@ -87,8 +87,8 @@ static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
 static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0};
-    const uf_status st =
-        uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks, &l);
+    const uf_status st = uf_colsum_plan(a->rows, a->cols, 0, &a->tpr, &a->col_tiles, &a->chunk_rows,
+                                        &a->nchunks, &l);
     return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
 }
 
@@ -98,8 +98,8 @@ static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *
                                 void *ds, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0};
-    uf_status st =
-        uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks, &l);
+    uf_status st = uf_colsum_plan(a->rows, a->cols, 1, &a->tpr, &a->col_tiles, &a->chunk_rows,
+                                  &a->nchunks, &l);
     if (st != UF_OK)
         return st;
     uf_colsum_args sums = {NULL, {db, ds}, a->cols, a->nchunks};

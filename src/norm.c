@@ -178,8 +178,8 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
     uf_colsum_args sums = {NULL, {dw, db}, a->cols, 0};
     uf_launch lc = {0, 0, stream, 0};
     if (columns) {
-        st = uf_colsum_plan(a->rows, a->cols, &a->tpr, &a->col_tiles, &a->chunk_rows, &a->nchunks,
-                            &lc);
+        st = uf_colsum_plan(a->rows, a->cols, 1, &a->tpr, &a->col_tiles, &a->chunk_rows,
+                            &a->nchunks, &lc);
         sums.nchunks = a->nchunks;
         if (st == UF_OK && desc->kind == UF_NORM_LAYER)
             st = ufb_malloc_async(&a->shift, stats_bytes, stream);

@@ -26,8 +26,10 @@ mkdir -p "$out"
 stages=${*:-test sanitize bench torch}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 status=0
-# Names the activation, epilogue and norm results with the commit measured.
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# Names the activation, epilogue and norm results with the commit measured
+# (UF_COMMIT where the copy of the tree sent to the GPU machine carries a
+# stale .git, or the binaries come from elsewhere).
+commit=${UF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 
 log() { printf '\n==== %s ====\n' "$*" | tee -a "$out/summary.txt"; }
 
@@ -35,7 +37,7 @@ if ! pkg-config --exists cmocka 2>/dev/null; then
   dpkg -i .deps/libcmocka0_*.deb .deps/libcmocka-dev_*.deb >/dev/null
 fi
 
-log "$(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+log "$(date -u +%FT%TZ) commit $commit"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
 B=${UF_PREBUILT:-build-gpu}

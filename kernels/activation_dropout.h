@@ -44,8 +44,6 @@ UF_FN void UF_VNAME(uf_act_store)(void *p, int64_t count, int64_t i0, UF_ACC *v)
  * keep bits. */
 UF_FN unsigned UF_VNAME(uf_act_drop)(const uf_activation_args *a, int64_t unit, UF_ACC *v)
 {
-    if (a->threshold == 0) /* p = 0: every element kept, factor 1 (no work per element) */
-        return 0xffu;
     const unsigned bits = uf_dropout_bits(a->seed, a->offset, a->threshold, unit);
     const UF_ACC scale = (UF_ACC)a->keep_scale;
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= (bits >> e & 1u) ? scale : (UF_ACC)0;

@@ -121,7 +121,9 @@ static int parse_options(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const int shared = bench_parse_option(argc, argv, &i, &o->common);
+        int shared = bench_parse_option(argc, argv, &i, &o->common);
+        if (!shared)
+            shared = bench_parse_shape_option(argc, argv, &i, &o->count, NULL, NULL, 0);
         if (shared < 0)
             return 0;
         if (shared)
@@ -131,11 +133,6 @@ static int parse_options(int argc, char **argv, options *o)
             exit(0);
         } else if (v && strcmp(a, "--acts") == 0) {
             if (!parse_acts(v, o))
-                return 0;
-            ++i;
-        } else if (v && strcmp(a, "--count") == 0) {
-            /* 2^40 keeps every byte count below in 64 bits. */
-            if (bench_parse_ints(v, &o->count, 1, (int64_t)1 << 40) != 1)
                 return 0;
             ++i;
         } else {

@@ -85,6 +85,23 @@ int bench_parse_option(int argc, char **argv, int *i, bench_options *o)
     return 1;
 }
 
+int bench_parse_shape_option(int argc, char **argv, int *i, int64_t *count, int64_t *cols,
+                             int *ncols, int max_cols)
+{
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const int is_count = strcmp(a, "--count") == 0, is_cols = cols && strcmp(a, "--cols") == 0;
+    if (!is_count && !is_cols)
+        return 0;
+    if (!v)
+        return -1;
+    ++*i;
+    const int64_t max = (int64_t)1 << 40;
+    if (is_count)
+        return bench_parse_ints(v, count, 1, max) == 1 ? 1 : -1;
+    *ncols = bench_parse_ints(v, cols, max_cols, max);
+    return *ncols > 0 ? 1 : -1;
+}
+
 void bench_default_dtypes(bench_options *o)
 {
     if (o->ndtypes)

@@ -36,6 +36,13 @@ typedef struct bench_options {
  * or wrong. */
 int bench_parse_option(int argc, char **argv, int *i, bench_options *o);
 
+/* The row-shaped benchmarks' options: --count N (elements) and, where
+ * `cols` is not NULL, --cols C1,C2,... (at most max_cols row lengths); both
+ * at most 2^40, which keeps every byte count in 64 bits. Returns as
+ * bench_parse_option does. */
+int bench_parse_shape_option(int argc, char **argv, int *i, int64_t *count, int64_t *cols,
+                             int *ncols, int max_cols);
+
 /* Parses "a,b,c" of integers in [1, max] into out (at most cap of them);
  * returns how many, or -1 on a malformed list. */
 int bench_parse_ints(const char *s, int64_t *out, int cap, int64_t max);

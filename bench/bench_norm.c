@@ -119,7 +119,10 @@ static int parse_options(int argc, char **argv, options *o)
     o->layer = o->rms = 1;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const int shared = bench_parse_option(argc, argv, &i, &o->common);
+        int shared = bench_parse_option(argc, argv, &i, &o->common);
+        if (!shared)
+            shared =
+                bench_parse_shape_option(argc, argv, &i, &o->count, o->cols, &o->ncols, MAX_COLS);
         if (shared < 0)
             return 0;
         if (shared)
@@ -127,16 +130,6 @@ static int parse_options(int argc, char **argv, options *o)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
-        } else if (v && strcmp(a, "--cols") == 0) {
-            /* 2^40 keeps every byte count below in 64 bits. */
-            o->ncols = bench_parse_ints(v, o->cols, MAX_COLS, (int64_t)1 << 40);
-            if (o->ncols <= 0)
-                return 0;
-            ++i;
-        } else if (v && strcmp(a, "--count") == 0) {
-            if (bench_parse_ints(v, &o->count, 1, (int64_t)1 << 40) != 1)
-                return 0;
-            ++i;
         } else if (v && strcmp(a, "--kinds") == 0) {
             if (!parse_kinds(v, o))
                 return 0;

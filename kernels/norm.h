@@ -170,11 +170,76 @@ UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64
     }
 }
 
+/* Adds a unit's sums of hc, g and g * hc over its first n elements (the
+ * first two only for LayerNorm, the only kind that reads them). */
+UF_FN void UF_VNAME(uf_norm_bwd_sums)(int layer, const UF_ACC *hc, const UF_ACC *g, int64_t n,
+                                      UF_ACC *sh, UF_ACC *sg, UF_ACC *sgh)
+{
+    if (n >= UF_ACT_UNIT && layer) { /* a whole unit, no per-element bounds */
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        {
+            *sh += hc[e];
+            *sg += g[e];
+            *sgh += g[e] * hc[e];
+        }
+    } else if (n >= UF_ACT_UNIT) {
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        {
+            *sgh += g[e] * hc[e];
+        }
+    } else {
+        for (int e = 0; e < n; ++e) {
+            *sh += hc[e];
+            *sg += g[e];
+            *sgh += g[e] * hc[e];
+        }
+    }
+}
+
+/* A row's terms of dx, from its reduced sums. */
+typedef struct UF_VNAME(uf_norm_grad_row) {
+    UF_ACC mean, rstd;
+    UF_ACC delta; /* the true mean minus the stored one */
+    UF_ACC mean_g, mean_ghat;
+} UF_VNAME(uf_norm_grad_row);
+
+UF_FN UF_VNAME(uf_norm_grad_row) UF_VNAME(uf_norm_grad_row_at)(const uf_norm_args *a, int64_t row,
+                                                               UF_ACC s_h, UF_ACC s_g, UF_ACC s_gh)
+{
+    const int layer = a->kind == UF_NORM_LAYER;
+    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a->cols;
+    UF_VNAME(uf_norm_grad_row) r;
+    r.mean = layer ? ((const UF_ACC *)a->mean_in)[row] : (UF_ACC)0;
+    r.rstd = ((const UF_ACC *)a->rstd_in)[row];
+    r.delta = layer ? s_h * inv_n : (UF_ACC)0;
+    r.mean_g = layer ? s_g * inv_n : (UF_ACC)0;
+    /* mean(g * hhat) with hhat = (hc - delta) * rstd */
+    r.mean_ghat = r.rstd * (s_gh - r.delta * s_g) * inv_n;
+    return r;
+}
+
+/* Writes dx of one unit (plus dh_extra); leaves its dy and hhat in dy and
+ * hhat for the column sums. */
+UF_FN void UF_VNAME(uf_norm_bwd_dx)(const uf_norm_args *a, int64_t base, int64_t c0,
+                                    const UF_VNAME(uf_norm_grad_row) * r, UF_ACC *dy, UF_ACC *hhat)
+{
+    UF_ACC g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
+    UF_VNAME(uf_norm_bwd_unit)(a, base, c0, r->mean, hhat, dy, g);
+    if (a->dh_extra)
+        UF_VNAME(uf_row_load)((const UF_T *)a->dh_extra + base, c0, a->cols, a->vec, dx);
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+    {
+        hhat[e] = (hhat[e] - r->delta) * r->rstd;
+        const UF_ACC v = r->rstd * (g[e] - r->mean_g - hhat[e] * r->mean_ghat);
+        dx[e] = a->dh_extra ? v + dx[e] : v;
+    }
+    UF_VNAME(uf_row_store)((UF_T *)a->y + base, c0, a->cols, a->vec, dx);
+}
+
 UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
 {
     const int layer = a.kind == UF_NORM_LAYER;
     const int rows_per_block = UF_NTHREADS / a.group;
-    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
     UF_BLOCKS (b) {
         /* Sums of hc = h - mean, g, g * hc (LayerNorm) or g * h (RMSNorm). */
         UF_EXCLUSIVE(UF_ACC, s_h);
@@ -191,14 +256,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
                      c0 += (int64_t)a.group * UF_ACT_UNIT) {
                     UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
                     UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                    {
-                        if (c0 + e < a.cols) {
-                            sh += hc[e];
-                            sg += g[e];
-                            sgh += g[e] * hc[e];
-                        }
-                    }
+                    UF_VNAME(uf_norm_bwd_sums)(layer, hc, g, a.cols - c0, &sh, &sg, &sgh);
                 }
             }
             UF_X(s_h) = sh;
@@ -215,31 +273,15 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             if (row >= a.rows)
                 continue;
             const int64_t base = row * a.cols;
-            const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
-            const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[row];
-            /* delta: the true mean minus the stored one. */
-            const UF_ACC delta = layer ? UF_X(s_h) * inv_n : (UF_ACC)0;
-            const UF_ACC mean_g = layer ? UF_X(s_g) * inv_n : (UF_ACC)0;
-            /* mean(g * hhat) with hhat = (hc - delta) * rstd */
-            const UF_ACC mean_ghat = rstd * (UF_X(s_gh) - delta * UF_X(s_g)) * inv_n;
+            const UF_VNAME(uf_norm_grad_row) r =
+                UF_VNAME(uf_norm_grad_row_at)(&a, row, UF_X(s_h), UF_X(s_g), UF_X(s_gh));
             if (a.shift && t % a.group == 0)
-                ((UF_ACC *)a.shift)[row] = delta;
+                ((UF_ACC *)a.shift)[row] = r.delta;
             UF_UNROLL_BY(UF_NORM_UNITS)
             for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                  c0 += (int64_t)a.group * UF_ACT_UNIT) {
-                UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], extra[UF_ACT_UNIT];
-                UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
-                if (a.dh_extra)
-                    UF_VNAME(uf_row_load)
-                ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, extra);
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                {
-                    const UF_ACC hhat = (hc[e] - delta) * rstd;
-                    dy[e] = rstd * (g[e] - mean_g - hhat * mean_ghat);
-                    if (a.dh_extra)
-                        dy[e] += extra[e];
-                }
-                UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, dy);
+                UF_ACC dy[UF_ACT_UNIT], hhat[UF_ACT_UNIT];
+                UF_VNAME(uf_norm_bwd_dx)(&a, base, c0, &r, dy, hhat);
             }
         }
     }
@@ -256,7 +298,6 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
 {
     const int layer = a.kind == UF_NORM_LAYER;
     const int slots = UF_NTHREADS / a.group;
-    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
     UF_BLOCKS (chunk) {
         UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
         UF_EXCLUSIVE_ARRAY(UF_ACC, dw, UF_NORM_UNITS * UF_ACT_UNIT);
@@ -284,24 +325,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
                             continue;
                         UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
                         UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
-                        /* a whole unit without per-element bounds */
-                        const int n = c0 + UF_ACT_UNIT <= a.cols ? UF_ACT_UNIT : (int)(a.cols - c0);
-                        if (n == UF_ACT_UNIT && layer) {
-                            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                            {
-                                sh += hc[e];
-                                sg += g[e];
-                                sgh += g[e] * hc[e];
-                            }
-                        } else if (n == UF_ACT_UNIT) {
-                            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) sgh += g[e] * hc[e];
-                        } else {
-                            for (int e = 0; e < n; ++e) {
-                                sh += hc[e];
-                                sg += g[e];
-                                sgh += g[e] * hc[e];
-                            }
-                        }
+                        UF_VNAME(uf_norm_bwd_sums)(layer, hc, g, a.cols - c0, &sh, &sg, &sgh);
                     }
                 }
                 UF_X(s_h) = sh;
@@ -318,30 +342,20 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
                 if (row >= r_end)
                     continue;
                 const int64_t base = row * a.cols;
-                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
-                const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[row];
-                const UF_ACC delta = layer ? UF_X(s_h) * inv_n : (UF_ACC)0;
-                const UF_ACC mean_g = layer ? UF_X(s_g) * inv_n : (UF_ACC)0;
-                const UF_ACC mean_ghat = rstd * (UF_X(s_gh) - delta * UF_X(s_g)) * inv_n;
+                const UF_VNAME(uf_norm_grad_row) r =
+                    UF_VNAME(uf_norm_grad_row_at)(&a, row, UF_X(s_h), UF_X(s_g), UF_X(s_gh));
                 UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
                 {
                     const int64_t c0 = ((int64_t)k * a.group + t % a.group) * UF_ACT_UNIT;
                     if (c0 >= a.cols)
                         continue;
-                    UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
-                    UF_VNAME(uf_norm_bwd_unit)(&a, base, c0, mean, hc, dy, g);
-                    if (a.dh_extra)
-                        UF_VNAME(uf_row_load)
-                    ((const UF_T *)a.dh_extra + base, c0, a.cols, a.vec, dx);
+                    UF_ACC dy[UF_ACT_UNIT], hhat[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_bwd_dx)(&a, base, c0, &r, dy, hhat);
                     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
                     {
-                        const UF_ACC hhat = (hc[e] - delta) * rstd;
-                        const UF_ACC v = rstd * (g[e] - mean_g - hhat * mean_ghat);
-                        dx[e] = a.dh_extra ? v + dx[e] : v;
-                        UF_X(dw)[k * UF_ACT_UNIT + e] += dy[e] * hhat;
+                        UF_X(dw)[k * UF_ACT_UNIT + e] += dy[e] * hhat[e];
                         UF_X(db)[k * UF_ACT_UNIT + e] += dy[e];
                     }
-                    UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, dx);
                 }
             }
         }

@@ -25,6 +25,17 @@
             UF_BLOCK_SUM(v);                                                                       \
     } while (0)
 
+/* Between thread loops of the backward: the row sums of hc and g (LayerNorm
+ * only) and of g * hc, from each thread's s_h, s_g, s_gh. */
+#define UF_NORM_REDUCE_BWD_SUMS()                                                                  \
+    do {                                                                                           \
+        if (layer) {                                                                               \
+            UF_NORM_REDUCE(s_h);                                                                   \
+            UF_NORM_REDUCE(s_g);                                                                   \
+        }                                                                                          \
+        UF_NORM_REDUCE(s_gh);                                                                      \
+    } while (0)
+
 /* h = x (+ residual) for one unit of a row. */
 UF_FN void UF_VNAME(uf_norm_load_h)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC *h)
 {
@@ -263,11 +274,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             UF_X(s_g) = sg;
             UF_X(s_gh) = sgh;
         }
-        if (layer) {
-            UF_NORM_REDUCE(s_h);
-            UF_NORM_REDUCE(s_g);
-        }
-        UF_NORM_REDUCE(s_gh);
+        UF_NORM_REDUCE_BWD_SUMS();
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
             if (row >= a.rows)
@@ -332,11 +339,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
                 UF_X(s_g) = sg;
                 UF_X(s_gh) = sgh;
             }
-            if (layer) {
-                UF_NORM_REDUCE(s_h);
-                UF_NORM_REDUCE(s_g);
-            }
-            UF_NORM_REDUCE(s_gh);
+            UF_NORM_REDUCE_BWD_SUMS();
             UF_THREADS (t) {
                 const int64_t row = r0 + t / a.group;
                 if (row >= r_end)
@@ -436,5 +439,6 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
     }
 }
 
+#undef UF_NORM_REDUCE_BWD_SUMS
 #undef UF_NORM_REDUCE
 #include "kernels/dtype_unbind.h"

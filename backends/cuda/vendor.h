@@ -12,6 +12,8 @@
 /* Value of `lane` within the caller's group of 32 lanes. */
 #define UF_SHFL(v, lane) __shfl_sync(0xffffffffu, (v), (lane), 32)
 #define UF_GPU_BACKEND UF_BACKEND_CUDA
+/* Most threads per block, and blocks wanted per multiprocessor. */
+#define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__((threads), (blocks))
 
 /* Two floats to two bf16 in one instruction (sm_80 and later). */
 static __device__ __forceinline__ unsigned uf_cuda_f32x2_to_bf16x2(float lo, float hi)
@@ -68,6 +70,19 @@ UF_CUDA_DEFINE_LDSM(uf_cuda_ldsm_x2, "ldmatrix.sync.aligned.m8n8.x2.shared.b16")
 UF_CUDA_DEFINE_LDSM(uf_cuda_ldsm_x2_trans, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
 #define UF_VENDOR_LDSM_X2(r, row) uf_cuda_ldsm_x2((r), (row))
 #define UF_VENDOR_LDSM_X2_TRANS(r, row) uf_cuda_ldsm_x2_trans((r), (row))
+/* Four such matrices, lanes 16-31 giving the rows of the third and fourth. */
+#define UF_CUDA_DEFINE_LDSM4(name, op)                                                             \
+    static __device__ __forceinline__ void name(unsigned *r, const void *row)                      \
+    {                                                                                              \
+        const unsigned at = (unsigned)__cvta_generic_to_shared(row);                               \
+        asm volatile(op " {%0, %1, %2, %3}, [%4];"                                                 \
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                              \
+                     : "r"(at));                                                                   \
+    }
+UF_CUDA_DEFINE_LDSM4(uf_cuda_ldsm_x4, "ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+UF_CUDA_DEFINE_LDSM4(uf_cuda_ldsm_x4_trans, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+#define UF_VENDOR_LDSM_X4(r, row) uf_cuda_ldsm_x4((r), (row))
+#define UF_VENDOR_LDSM_X4_TRANS(r, row) uf_cuda_ldsm_x4_trans((r), (row))
 #endif
 
 #endif

@@ -32,6 +32,25 @@ UF_FN void uf_frag_b_cols16(uint32_t *bf, const uint16_t *tile, int ld, int lane
     uf_frag_b_cols16_lanes(bf, tile, ld, lane);
 #endif
 }
+/* Two neighbouring B fragments (fragment_loads.h): four 8x8 matrices in one
+ * load where the vendor has it, the lanes of the third and fourth quarter
+ * addressing the second block. */
+UF_FN void uf_frag_b2_rows16(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+#ifdef UF_VENDOR_LDSM_X4
+    UF_VENDOR_LDSM_X4(bf, tile + (lane % 8 + lane / 16 * 8) * ld + lane / 8 % 2 * 8);
+#else
+    uf_frag_b2_rows16_lanes(bf, tile, ld, lane);
+#endif
+}
+UF_FN void uf_frag_b2_cols16(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+#ifdef UF_VENDOR_LDSM_X4_TRANS
+    UF_VENDOR_LDSM_X4_TRANS(bf, tile + lane % 16 * ld + lane / 16 * 8);
+#else
+    uf_frag_b2_cols16_lanes(bf, tile, ld, lane);
+#endif
+}
 
 UF_FN void uf_gpu_unpack_f16(uint32_t w, float *out)
 {

@@ -40,10 +40,13 @@ typedef struct uf_kdims {
 /* Maps the vendor error of the last launch to a status (gpu/runtime.c). */
 extern "C" uf_status ufb_launch_status(void);
 
-#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS)
-#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
-#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
-    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a);   \
+#define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS, 1)
+#define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads, 1)
+#define UF_KERNEL_RESIDENT(name, ArgsT, a, max_threads, min_blocks)                                \
+    UF_KERNEL_(name, ArgsT, a, max_threads, min_blocks)
+#define UF_KERNEL_(name, ArgsT, a, max_threads, min_blocks) /* expands name first */               \
+    __global__ void UF_VENDOR_BOUNDS(max_threads, min_blocks)                                      \
+        name(const uf_kdims uf_dims_, const ArgsT a);                                              \
     extern "C" uf_status name##_launch(const uf_launch *l, const ArgsT *args)                      \
     {                                                                                              \
         if (l->threads < 1 || l->threads > (max_threads) || l->threads % 32 != 0)                  \
@@ -57,7 +60,8 @@ extern "C" uf_status ufb_launch_status(void);
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
     }                                                                                              \
-    __global__ void __launch_bounds__(max_threads) name(const uf_kdims uf_dims_, const ArgsT a)
+    __global__ void UF_VENDOR_BOUNDS(max_threads, min_blocks)                                      \
+        name(const uf_kdims uf_dims_, const ArgsT a)
 
 #define UF_NTHREADS (uf_dims_.threads)
 
@@ -153,6 +157,7 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 
 /* ---- math ---- */
 #define UF_EXPF(x) __expf(x)
+#define UF_EXP2F(x) exp2f(x) /* one instruction with -ftz (CUDA) */
 #define UF_EXP(x) exp(x)
 
 /* ---- collectives (see openmp/collectives.h for the same order on the CPU) ---- */

@@ -15,6 +15,9 @@
 /* Value of `lane` within the caller's group of 32 lanes (half a wave64). */
 #define UF_SHFL(v, lane) __shfl((v), (lane), 32)
 #define UF_GPU_BACKEND UF_BACKEND_HIP
+/* Most threads per block; HIP's second bound counts waves per execution
+ * unit, not blocks, so the block count is not passed on. */
+#define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__(threads)
 
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess

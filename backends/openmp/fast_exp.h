@@ -46,4 +46,33 @@ static inline float uf_cpu_expf(float x)
     return p * scale;
 }
 
+/* 2^x the same way: n = round(x) exactly, r = x - n exact in [-0.5, 0.5],
+ * 2 * 2^r by its Taylor series in r ln 2 (degree 8: truncation below 1e-10
+ * relative), scaled by 2^(n-1). Same clamps, flushes and NaN rule as
+ * uf_cpu_expf. */
+static inline float uf_cpu_exp2f(float x)
+{
+    float xc = -126.0f > x ? -126.0f : x;
+    xc = xc > 128.0f ? 128.0f : xc;
+    const float shifter = 12582912.0f; /* 1.5 * 2^23 */
+    const float t = xc + shifter;
+    const float r = xc - (t - shifter);
+    /* 2 (ln 2)^k / k! */
+    float p = 2.6430973580288614e-06f;
+    p = p * r + 3.0505467608119675e-05f;
+    p = p * r + 3.0807060786763212e-04f;
+    p = p * r + 2.6667116292856882e-03f;
+    p = p * r + 1.9236258215256954e-02f;
+    p = p * r + 1.1100821732964315e-01f;
+    p = p * r + 4.8045301391820140e-01f;
+    p = p * r + 1.3862943611198906f;
+    p = p * r + 2.0f;
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    const uint32_t eb = (tb - (0x4b400000u - 126u)) << 23;
+    float scale;
+    memcpy(&scale, &eb, sizeof scale);
+    return p * scale;
+}
+
 #endif

@@ -14,6 +14,8 @@
 /* B fragment loads: lane by lane (fragment_loads.h). */
 #define uf_frag_b_rows16 uf_frag_b_rows16_lanes
 #define uf_frag_b_cols16 uf_frag_b_cols16_lanes
+#define uf_frag_b2_rows16 uf_frag_b2_rows16_lanes
+#define uf_frag_b2_cols16 uf_frag_b2_cols16_lanes
 
 UF_FN void uf_cpu_unpack_f16(uint32_t w, float *out)
 {

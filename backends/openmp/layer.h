@@ -58,6 +58,11 @@ typedef struct uf_kdims {
 /* The same, for a kernel that is launched with at most `max_threads`
  * threads per block (GPU compilers then give each thread more registers). */
 #define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads)
+/* The same again, asking the GPU compiler to fit `min_blocks` such blocks
+ * on a multiprocessor (fewer registers per thread, more warps to hide
+ * latency); nothing to ask on the CPU. */
+#define UF_KERNEL_RESIDENT(name, ArgsT, a, max_threads, min_blocks)                                \
+    UF_KERNEL_(name, ArgsT, a, max_threads)
 #define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
@@ -142,6 +147,7 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 
 /* ---- math ---- */
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */
+#define UF_EXP2F(x) uf_cpu_exp2f(x)
 #define UF_EXP(x) exp(x)
 
 /* ---- collectives ---- */

@@ -45,4 +45,30 @@ UF_FN void uf_frag_b_cols32(uf_f32x2 *bf, const float *tile, int ld, int lane)
     }
 }
 
+/* The B fragments of two neighbouring 8-column blocks of B at once (bf[0..1]
+ * of the first, bf[2..3] of the second), so that one 16-row block of a tile
+ * feeds two products; a GPU loads them with one instruction where it can.
+ * `rows`: the second block's columns start 8 rows of the tile further on;
+ * `cols`: 8 columns further on. */
+UF_FN void uf_frag_b2_rows16_lanes(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+    uf_frag_b_rows16_lanes(bf, tile, ld, lane);
+    uf_frag_b_rows16_lanes(bf + 2, tile + 8 * ld, ld, lane);
+}
+UF_FN void uf_frag_b2_cols16_lanes(uint32_t *bf, const uint16_t *tile, int ld, int lane)
+{
+    uf_frag_b_cols16_lanes(bf, tile, ld, lane);
+    uf_frag_b_cols16_lanes(bf + 2, tile + 8, ld, lane);
+}
+UF_FN void uf_frag_b2_rows32(uf_f32x2 *bf, const float *tile, int ld, int lane)
+{
+    uf_frag_b_rows32(bf, tile, ld, lane);
+    uf_frag_b_rows32(bf + 2, tile + 8 * ld, ld, lane);
+}
+UF_FN void uf_frag_b2_cols32(uf_f32x2 *bf, const float *tile, int ld, int lane)
+{
+    uf_frag_b_cols32(bf, tile, ld, lane);
+    uf_frag_b_cols32(bf + 2, tile + 8, ld, lane);
+}
+
 #endif

@@ -8,8 +8,9 @@
 # (DIR holds libunifuse-cuda.so*, tests/ and bench/ as a build directory
 # does) instead of building here. ab: the benchmarks named in UF_AB_BENCH
 # (default: norm epilogue activation) once per library directory in
-# UF_AB_LIBS (each holding a libunifuse-cuda.so.0), the same binaries in one
-# session, so that two commits' kernels are compared on equal terms. python: the binding's unit tests on the GPU's
+# UF_AB_LIBS (each holding a libunifuse-cuda.so.0), with the options in
+# UF_AB_ARGS, the same binaries in one session, so that two commits' (or two
+# tunings') kernels are compared on equal terms. python: the binding's unit tests on the GPU's
 # PyTorch; train: the tiny transformer with unifuse and with PyTorch's ops,
 # eager and compiled; ddp: the same under DistributedDataParallel on two
 # GPUs (NCCL) against one process with the same global batch; attn: the
@@ -145,7 +146,7 @@ for stage in $stages; do
     for lib in ${UF_AB_LIBS:-}; do
       for b in ${UF_AB_BENCH:-norm epilogue activation}; do
         log "unifuse-bench-$b with $lib"
-        LD_LIBRARY_PATH=$lib $B/bench/unifuse-bench-$b \
+        LD_LIBRARY_PATH=$lib $B/bench/unifuse-bench-$b ${UF_AB_ARGS:-} \
           --json "$out/ab_${b}_$(basename "$lib").json" >"$out/ab_${b}_$(basename "$lib").log" 2>&1 ||
           status=1
         tail -3 "$out/ab_${b}_$(basename "$lib").log" | tee -a "$out/summary.txt"

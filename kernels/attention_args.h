@@ -11,6 +11,39 @@
 
 #define UF_ATT_THREADS 128
 #define UF_ATT_ROWS (UF_ATT_THREADS / 32 * 16) /* rows a block owns */
+/* The forward's shape per head-dimension tile dp and element size es
+ * (measured on the H200, docs/results.md; -D overrides them for tuning
+ * runs, in the kernels and src/attention.c alike):
+ *   UF_ATT_FWD_MT        16-row tiles per fragment group, so that every K
+ *                        or V fragment loaded feeds that many products; 2
+ *                        measured slower than 1 (fewer warps fit), so 1
+ *   UF_ATT_FWD_KEYS      keys per K and V tile (at most UF_ATT_BN)
+ *   UF_ATT_FWD_RESIDENT  blocks asked to fit on a multiprocessor: as many as
+ *                        the fragments allow without spilling (on NVIDIA 4
+ *                        blocks: 128 registers per thread, 3: 168, 2: 255);
+ *                        more warps hide the latency of the softmax chain */
+#ifndef UF_ATT_FWD_MT
+#define UF_ATT_FWD_MT(dp) 1
+#endif
+#ifndef UF_ATT_FWD_KEYS
+#define UF_ATT_FWD_KEYS(dp, es) ((es) == 2 && (dp) > 64 ? 32 : 64)
+#endif
+#ifndef UF_ATT_FWD_RESIDENT
+#define UF_ATT_FWD_RESIDENT(dp, es) ((es) != 2 ? 2 : (dp) <= 64 ? 4 : (dp) <= 128 ? 3 : 2)
+#endif
+/* The backward's: blocks asked to fit on a multiprocessor, keys per tile of
+ * the dq kernel and query rows per tile of the dk/dv kernel (at most
+ * UF_ATT_BN and half of it). */
+#ifndef UF_ATT_BWD_RESIDENT
+#define UF_ATT_BWD_RESIDENT(dp, es) ((es) == 2 && (dp) <= 64 ? 3 : 2)
+#endif
+#ifndef UF_ATT_BWD_KEYS
+#define UF_ATT_BWD_KEYS(dp, es) 64
+#endif
+#ifndef UF_ATT_BWD_QUERIES
+#define UF_ATT_BWD_QUERIES(dp, es) 32
+#endif
+#define UF_ATT_FWD_ROWS(dp) (UF_ATT_THREADS / 32 * 16 * UF_ATT_FWD_MT(dp))
 
 /* How a bias element enters the logits. */
 typedef enum uf_att_bias_kind {
@@ -41,7 +74,7 @@ typedef struct uf_attention_args {
     float keep_scale;
     uint64_t seed, offset;
     int vec;         /* every row start of q, k, v, out (dout, grads) allows 16-byte access */
-    int64_t nblocks; /* row blocks per (b, h) */
+    int64_t nblocks; /* row blocks per (b, h) of the dq kernel */
 } uf_attention_args;
 
 /* Head dimensions are padded to one of these tile widths. */
@@ -58,6 +91,9 @@ typedef struct uf_attention_args {
 extern "C" {
 #endif
 UF_ATT_DECLARE(fwd)
+UF_ATT_DECLARE(fwd_plain)
+UF_ATT_DECLARE(bwd_kv_plain)
+UF_ATT_DECLARE(bwd_q_plain)
 UF_ATT_DECLARE(bwd_kv)
 UF_ATT_DECLARE(bwd_q)
 uf_status uf_att_delta_f32_launch(const uf_launch *, const uf_attention_args *);

@@ -8,7 +8,8 @@
  *                    UF_PAIR_AT(p) from two adjacent stored elements,
  *                    UF_PAIR_OF2(e0, e1) from two stored elements
  *   UF_MMA           the layer's fragment product for the dtype
- *   UF_FRAG_B_ROWS / UF_FRAG_B_COLS  the layer's B fragment loads
+ *   UF_FRAG_B_ROWS / UF_FRAG_B_COLS  the layer's B fragment loads (B2: two
+ *                    neighbouring fragments at once)
  *   UF_ATT_BN        keys (rows of K and V) per shared-memory tile
  *   UF_ATT_LD        shared-memory row stride in elements
  *   UF_ATT_CHUNK     elements per 16-byte access
@@ -34,6 +35,8 @@ UF_FN uf_f32x2 UF_ANAME(uf_att_pair_of)(float lo, float hi)
 #define UF_PAIR_OF(lo, hi) UF_ANAME(uf_att_pair_of)((lo), (hi))
 #define UF_FRAG_B_ROWS(bf, tile, ld, lane) uf_frag_b_rows32((bf), (tile), (ld), (lane))
 #define UF_FRAG_B_COLS(bf, tile, ld, lane) uf_frag_b_cols32((bf), (tile), (ld), (lane))
+#define UF_FRAG_B2_ROWS(bf, tile, ld, lane) uf_frag_b2_rows32((bf), (tile), (ld), (lane))
+#define UF_FRAG_B2_COLS(bf, tile, ld, lane) uf_frag_b2_cols32((bf), (tile), (ld), (lane))
 #define UF_PAIR_OF2(e0, e1) UF_PAIR_OF((e0), (e1))
 #define UF_PAIR_AT(p) UF_PAIR_OF((p)[0], (p)[1])
 #define UF_PAIR_LO(w) ((w).v[0])
@@ -54,6 +57,8 @@ UF_FN uf_f32x2 UF_ANAME(uf_att_pair_of)(float lo, float hi)
 #define UF_PAIR_AT(p) UF_PAIR_OF2((p)[0], (p)[1])
 #define UF_FRAG_B_ROWS(bf, tile, ld, lane) uf_frag_b_rows16((bf), (tile), (ld), (lane))
 #define UF_FRAG_B_COLS(bf, tile, ld, lane) uf_frag_b_cols16((bf), (tile), (ld), (lane))
+#define UF_FRAG_B2_ROWS(bf, tile, ld, lane) uf_frag_b2_rows16((bf), (tile), (ld), (lane))
+#define UF_FRAG_B2_COLS(bf, tile, ld, lane) uf_frag_b2_cols16((bf), (tile), (ld), (lane))
 #endif
 
 /* Two tiles of K and V rows in at most ~32 KiB of shared memory, at most 64

@@ -80,6 +80,21 @@ UF_FN float uf_att_bias(const uf_attention_args *a, int64_t b, int64_t h, int64_
     }
 }
 
+/* The logit of query i and key j in log2 units (times log2 e: each kernel's
+ * exponent is then one 2^x), from the product s of their rows: scaled, -inf
+ * where the key is not `seen`, the bias added in natural units first when
+ * `full` (the kernels built for calls without bias pass 0). */
+UF_FN float uf_att_logit2(const uf_attention_args *a, float s, int seen, int64_t b, int64_t h,
+                          int64_t i, int64_t j, int dtype, int full)
+{
+    const float log2e = 1.4426950408889634f;
+    if (!seen)
+        return -INFINITY;
+    if (!full)
+        return s * (a->scale * log2e);
+    return uf_att_bias(a, b, h, i, j, s * a->scale, dtype) * log2e;
+}
+
 /* The dropout rule of activation.h for element index i: kept or not. */
 UF_FN int uf_att_kept(const uf_attention_args *a, int64_t index)
 {

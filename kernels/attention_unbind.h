@@ -17,3 +17,5 @@
 #undef UF_ATT_CHUNK
 #undef UF_FRAG_B_ROWS
 #undef UF_FRAG_B_COLS
+#undef UF_FRAG_B2_ROWS
+#undef UF_FRAG_B2_COLS

@@ -12,9 +12,10 @@
 
 typedef uf_status (*uf_att_launcher)(const uf_launch *, const uf_attention_args *);
 
-enum { PASS_FWD, PASS_BWD_KV, PASS_BWD_Q };
+enum { PASS_FWD, PASS_BWD_KV, PASS_BWD_Q, PASS_PLAIN };
 
-/* Indexed [pass][dtype - 1][tile]: tiles of 32, 64, 128, 256. */
+/* Indexed [pass][dtype - 1][tile]: tiles of 32, 64, 128, 256. PASS_PLAIN +
+ * pass: the kernels built without bias, mask and dropout. */
 #define UF_ATT_TILES(pass, dt)                                                                     \
     {                                                                                              \
         uf_att_##pass##_##dt##_d32_launch, uf_att_##pass##_##dt##_d64_launch,                      \
@@ -24,8 +25,19 @@ enum { PASS_FWD, PASS_BWD_KV, PASS_BWD_Q };
     {                                                                                              \
         UF_ATT_TILES(pass, f32), UF_ATT_TILES(pass, f16), UF_ATT_TILES(pass, bf16)                 \
     }
-static const uf_att_launcher launchers[3][3][4] = {UF_ATT_PASS(fwd), UF_ATT_PASS(bwd_kv),
-                                                   UF_ATT_PASS(bwd_q)};
+static const uf_att_launcher launchers[6][3][4] = {
+    UF_ATT_PASS(fwd),       UF_ATT_PASS(bwd_kv),       UF_ATT_PASS(bwd_q),
+    UF_ATT_PASS(fwd_plain), UF_ATT_PASS(bwd_kv_plain), UF_ATT_PASS(bwd_q_plain)};
+
+/* The plain kernels serve calls without bias, mask and dropout; the plain
+ * forward also needs a positive scale whose product with log2(e) is finite
+ * (it takes row maxima before scaling). */
+static int plain_pass(const uf_attention_args *a, int forward)
+{
+    const float to_log2 = a->scale * 1.44269504088896341f;
+    const int scale_ok = !forward || (a->scale > 0.0f && isfinite(to_log2));
+    return a->bias_kind == UF_ATT_BIAS_NONE && a->threshold == 0 && scale_ok ? PASS_PLAIN : 0;
+}
 static const uf_att_launcher delta_launchers[3] = {uf_att_delta_f32_launch, uf_att_delta_f16_launch,
                                                    uf_att_delta_bf16_launch};
 
@@ -294,12 +306,14 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
     a.o = out;
     a.lse = lse;
     a.vec = z.k == 0 || (rows_aligned(k, a.ks, es) && rows_aligned(v, a.vs, es));
-    uf_launch l = {a.batch * a.heads_q * a.nblocks, UF_ATT_THREADS, stream, 0};
+    const int tile = tile_index(a.d);
+    const int64_t rows = UF_ATT_FWD_ROWS(32 << tile);
+    uf_launch l = {a.batch * a.heads_q * ((a.sq + rows - 1) / rows), UF_ATT_THREADS, stream, 0};
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st != UF_OK)
         return st;
-    st = launchers[PASS_FWD][desc->dtype - 1][tile_index(a.d)](&l, &a);
+    st = launchers[plain_pass(&a, 1) + PASS_FWD][desc->dtype - 1][tile](&l, &a);
     return ufb_scope_leave(&scope, st);
 }
 
@@ -339,10 +353,10 @@ static uf_status queue_backward(const uf_attention_desc *desc, uf_attention_args
         st = delta_launchers[dt](&l, a);
     l.blocks = a->batch * a->heads_kv * ((a->sk + UF_ATT_ROWS - 1) / UF_ATT_ROWS);
     if (st == UF_OK && l.blocks > 0)
-        st = launchers[PASS_BWD_KV][dt][tile](&l, a);
+        st = launchers[plain_pass(a, 0) + PASS_BWD_KV][dt][tile](&l, a);
     l.blocks = a->batch * a->heads_q * a->nblocks;
     if (st == UF_OK)
-        st = launchers[PASS_BWD_Q][dt][tile](&l, a);
+        st = launchers[plain_pass(a, 0) + PASS_BWD_Q][dt][tile](&l, a);
     if (st == UF_OK && dbias && broadcast) {
         int64_t n = a->sk;
         for (int i = 0; i < 3; ++i)

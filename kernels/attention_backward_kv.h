@@ -163,16 +163,7 @@ UF_KERNEL_RESIDENT(UF_ATT_BWD_NAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_
                 }
             }
             /* dv += P^T dO, then dk += dS^T Q: dO and Q rows are B's k. */
-            UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
-                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; dt += 2)
-            {
-                UF_THREADS (t) {
-                    UF_FRAG_B2_COLS(UF_X(bf), gtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
-                                    t % 32);
-                }
-                UF_MMA(dv, 4 * dt, pa, 4 * kk, bf, 0);
-                UF_MMA(dv, 4 * dt + 4, pa, 4 * kk, bf, 2);
-            }
+            UF_ATT_PRODUCT_COLS(dv, pa, gtile, UF_NPT, UF_NDT, bf);
             UF_THREADS (t) {
                 UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
                     UF_UNROLL_REGS for (int p = 0; p < 4; ++p)
@@ -181,16 +172,7 @@ UF_KERNEL_RESIDENT(UF_ATT_BWD_NAME(uf_att_bwd_kv), uf_attention_args, a, UF_ATT_
                     UF_X(pa)[4 * kk + p] = UF_PAIR_OF(c[0], c[1]);
                 }
             }
-            UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
-                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; dt += 2)
-            {
-                UF_THREADS (t) {
-                    UF_FRAG_B2_COLS(UF_X(bf), qtile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
-                                    t % 32);
-                }
-                UF_MMA(dk, 4 * dt, pa, 4 * kk, bf, 0);
-                UF_MMA(dk, 4 * dt + 4, pa, 4 * kk, bf, 2);
-            }
+            UF_ATT_PRODUCT_COLS(dk, pa, qtile, UF_NPT, UF_NDT, bf);
             if (UF_KNBUF == 1) {
                 UF_BARRIER(); /* every group is done with the tile */
                 if (k + 1 < steps)

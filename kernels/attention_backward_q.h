@@ -150,16 +150,7 @@ UF_KERNEL_RESIDENT(UF_ATT_BWD_NAME(uf_att_bwd_q), uf_attention_args, a, UF_ATT_T
                 }
             }
             /* dq += dS K: K's rows are B's k. */
-            UF_UNROLL_REGS for (int kk = 0; kk < UF_NPT; ++kk)
-                UF_UNROLL_REGS for (int dt = 0; dt < UF_NDT; dt += 2)
-            {
-                UF_THREADS (t) {
-                    UF_FRAG_B2_COLS(UF_X(bf), ktile + 16 * kk * UF_ATT_LD + 8 * dt, UF_ATT_LD,
-                                    t % 32);
-                }
-                UF_MMA(acc, 4 * dt, dsa, 4 * kk, bf, 0);
-                UF_MMA(acc, 4 * dt + 4, dsa, 4 * kk, bf, 2);
-            }
+            UF_ATT_PRODUCT_COLS(acc, dsa, ktile, UF_NPT, UF_NDT, bf);
             if (UF_QNBUF == 1) {
                 UF_BARRIER(); /* every group is done with the tile */
                 if (j0 + UF_QBN < jhi)

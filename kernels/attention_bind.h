@@ -61,6 +61,22 @@ UF_FN uf_f32x2 UF_ANAME(uf_att_pair_of)(float lo, float hi)
 #define UF_FRAG_B2_COLS(bf, tile, ld, lane) uf_frag_b2_cols16((bf), (tile), (ld), (lane))
 #endif
 
+/* acc += a b over npt k-tiles of 16 and ndt n-tiles of 8 (ndt even): a's
+ * pairs in the exclusive array `a` (4 per k-tile), b the rows of `tile` in
+ * shared memory (b[k][n] = tile[k * UF_ATT_LD + n]); `bf` an exclusive of
+ * four pairs. Two n-tiles per fragment load. Between thread loops. */
+#define UF_ATT_PRODUCT_COLS(acc, a, tile, npt, ndt, bf)                                            \
+    UF_UNROLL_REGS for (int uf_kk_ = 0; uf_kk_ < (npt); ++uf_kk_)                                  \
+        UF_UNROLL_REGS for (int uf_dt_ = 0; uf_dt_ < (ndt); uf_dt_ += 2)                           \
+    {                                                                                              \
+        UF_THREADS (t) {                                                                           \
+            UF_FRAG_B2_COLS(UF_X(bf), (tile) + 16 * uf_kk_ * UF_ATT_LD + 8 * uf_dt_, UF_ATT_LD,    \
+                            t % 32);                                                               \
+        }                                                                                          \
+        UF_MMA(acc, 4 * uf_dt_, a, 4 * uf_kk_, bf, 0);                                             \
+        UF_MMA(acc, 4 * uf_dt_ + 4, a, 4 * uf_kk_, bf, 2);                                         \
+    }
+
 /* Two tiles of K and V rows in at most ~32 KiB of shared memory, at most 64
  * keys, a multiple of 16 (the fragment's k). */
 #define UF_ATT_BN_(bytes) ((bytes) >= 64 ? 64 : (bytes) >= 32 ? 32 : 16)

@@ -19,3 +19,4 @@
 #undef UF_FRAG_B_COLS
 #undef UF_FRAG_B2_ROWS
 #undef UF_FRAG_B2_COLS
+#undef UF_ATT_PRODUCT_COLS

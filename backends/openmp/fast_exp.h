@@ -15,6 +15,19 @@
 #include <stdint.h>
 #include <string.h>
 
+/* p * 2^(n - 1), where t = n + 1.5 * 2^23 holds the integer n in [-126,
+ * 128] in its low mantissa bits (as n + 2^22): the exponent field n - 1 +
+ * 127 is built from them, 0 (a zero scale) for n = -126. */
+static inline float uf_cpu_times_pow2(float p, float t)
+{
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    const uint32_t eb = (tb - (0x4b400000u - 126u)) << 23;
+    float scale;
+    memcpy(&scale, &eb, sizeof scale);
+    return p * scale;
+}
+
 static inline float uf_cpu_expf(float x)
 {
     /* n = round(x log2 e) stays in [-126, 128]. Written `a > b ? a : b` so
@@ -36,14 +49,7 @@ static inline float uf_cpu_expf(float x)
     p = p * r + 1.0f;
     p = p * r + 2.0f;
     p = p * r + 2.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof tb);
-    /* The low mantissa bits of t hold n + 2^22; the field is n - 1 + 127,
-     * which is 0 (a zero scale) for n = -126. */
-    const uint32_t eb = (tb - (0x4b400000u - 126u)) << 23;
-    float scale;
-    memcpy(&scale, &eb, sizeof scale);
-    return p * scale;
+    return uf_cpu_times_pow2(p, t);
 }
 
 /* 2^x the same way: n = round(x) exactly, r = x - n exact in [-0.5, 0.5],
@@ -67,12 +73,7 @@ static inline float uf_cpu_exp2f(float x)
     p = p * r + 4.8045301391820140e-01f;
     p = p * r + 1.3862943611198906f;
     p = p * r + 2.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof tb);
-    const uint32_t eb = (tb - (0x4b400000u - 126u)) << 23;
-    float scale;
-    memcpy(&scale, &eb, sizeof scale);
-    return p * scale;
+    return uf_cpu_times_pow2(p, t);
 }
 
 #endif

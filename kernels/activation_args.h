@@ -11,18 +11,33 @@
 /* Elements one thread handles together: two Philox draws' worth, aligned on
  * the element index, so that a unit's keep bits fill one byte. */
 #define UF_ACT_UNIT 8
-/* Units per thread in one logical block of the forward: 64 bytes of input
- * per thread whatever the dtype (2 for f32, 4 for f16/bf16, 1 for f64);
- * loads of all of them are issued before any is used. The backward reads
- * two inputs and keeps 2 units (1 for f64): with 4 units of 16-bit data it
- * ran slower on the H200 (f16 relu 74% -> 61% of copy), its registers
- * limiting the threads in flight. */
+/* Bytes of each input per thread in one logical block: the units of
+ * UF_ACT_UNIT elements a thread loads (all of them before it uses any)
+ * follow from the element size. 64 bytes: the forward's 4 units of 16-bit
+ * data (2 of f32, 1 of f64); the backward reads two inputs, 64 bytes of
+ * each. Units wait in their stored form (activation_dropout.h), so 16-bit
+ * units cost half the registers of f32 ones. */
+#ifndef UF_ACT_THREAD_BYTES
 #define UF_ACT_THREAD_BYTES 64
-#define UF_ACT_STEPS_FOR(elem_size)                                                                \
-    (UF_ACT_THREAD_BYTES / (UF_ACT_UNIT * (elem_size)) > 0                                         \
-         ? UF_ACT_THREAD_BYTES / (UF_ACT_UNIT * (elem_size))                                       \
-         : 1)
-#define UF_ACT_BWD_STEPS_FOR(elem_size) ((elem_size) > 4 ? 1 : 2)
+#endif
+#ifndef UF_ACT_BWD_THREAD_BYTES
+#define UF_ACT_BWD_THREAD_BYTES 64
+#endif
+#define UF_ACT_STEPS_BY(bytes, elem_size)                                                          \
+    ((bytes) / (UF_ACT_UNIT * (elem_size)) > 0 ? (bytes) / (UF_ACT_UNIT * (elem_size)) : 1)
+#define UF_ACT_STEPS_FOR(elem_size) UF_ACT_STEPS_BY(UF_ACT_THREAD_BYTES, elem_size)
+#define UF_ACT_BWD_STEPS_FOR(elem_size) UF_ACT_STEPS_BY(UF_ACT_BWD_THREAD_BYTES, elem_size)
+
+/* Threads per block (a multiple of every warp width, within every
+ * backend's block limit), and blocks each multiprocessor should hold: the
+ * register budget per thread follows (CUDA: 65536 / (256 * 4) = 64). */
+#define UF_ACT_THREADS 256
+#ifndef UF_ACT_FWD_BLOCKS
+#define UF_ACT_FWD_BLOCKS 4
+#endif
+#ifndef UF_ACT_BWD_BLOCKS
+#define UF_ACT_BWD_BLOCKS 4
+#endif
 
 typedef struct uf_activation_args {
     const void *x;   /* forward and backward: x (backward with the identity: unused) */

@@ -3,11 +3,14 @@
  * (UF_DT, UF_VEC); see activation_dropout.c. Each thread handles
  * UF_ACT_STEPS units of UF_ACT_UNIT consecutive elements: it loads all of
  * them first (16-byte accesses when the launcher found every pointer
- * aligned; the partial last unit element by element), then computes and
- * stores. A thread writes exactly the elements it read, so outputs may alias
+ * aligned; the partial last unit element by element), then applies the
+ * activation to all of them (one branch on the kind, UF_ACT_SWITCH), then
+ * the dropout, then stores. A thread writes exactly the elements it read, so outputs may alias
  * inputs element for element.
  */
 #include "kernels/dtype_bind.h"
+
+#include "kernels/row_access.h"
 
 #define UF_ACT_STEPS UF_ACT_STEPS_FOR((int)sizeof(UF_T))
 #define UF_ACT_BWD_STEPS UF_ACT_BWD_STEPS_FOR((int)sizeof(UF_T))
@@ -18,96 +21,106 @@
 #define UF_ACT_APPLY uf_act_apply_f32
 #endif
 
-UF_FN void UF_VNAME(uf_act_load)(const void *p, int64_t count, int64_t i0, UF_ACC *v)
+/* v *= the dropout factor of a unit with these keep bits (1 / (1 - p)
+ * kept, 0 dropped). */
+UF_FN void UF_VNAME(uf_act_scale_kept)(const uf_activation_args *a, unsigned bits, UF_ACC *v)
 {
-    const UF_T *src = (const UF_T *)p;
-    if (i0 + UF_ACT_UNIT <= count) {
-        UF_UNROLL for (int q = 0; q < UF_ACT_UNIT; q += UF_VEC) UF_LOADV(&v[q], src, i0 + q);
-    } else {
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] =
-            i0 + e < count ? UF_TO_ACC(src[i0 + e]) : (UF_ACC)0;
-    }
-}
-
-UF_FN void UF_VNAME(uf_act_store)(void *p, int64_t count, int64_t i0, UF_ACC *v)
-{
-    UF_T *dst = (UF_T *)p;
-    if (i0 + UF_ACT_UNIT <= count) {
-        UF_UNROLL for (int q = 0; q < UF_ACT_UNIT; q += UF_VEC) UF_STOREV(dst, i0 + q, &v[q]);
-    } else {
-        for (int e = 0; e < UF_ACT_UNIT && i0 + e < count; ++e)
-            dst[i0 + e] = UF_FROM_ACC(v[e]);
-    }
-}
-
-/* v *= the unit's dropout factor (1 / (1 - p) kept, 0 dropped); returns the
- * keep bits. */
-UF_FN unsigned UF_VNAME(uf_act_drop)(const uf_activation_args *a, int64_t unit, UF_ACC *v)
-{
-    const unsigned bits = uf_dropout_bits(a->seed, a->offset, a->threshold, unit);
     const UF_ACC scale = (UF_ACC)a->keep_scale;
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= (bits >> e & 1u) ? scale : (UF_ACC)0;
-    return bits;
 }
 
-UF_KERNEL(UF_VNAME(uf_act_fwd), uf_activation_args, a)
+/* y = dropout(act(x)) over `steps` stored units, in place; called through
+ * UF_ACT_SWITCH, so `kind` is a constant here. */
+UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
+                                      const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
 {
-    const UF_ACC p0 = (UF_ACC)a.param[0], p1 = (UF_ACC)a.param[1];
+    const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    UF_UNROLL for (int k = 0; k < steps; ++k)
+    {
+        UF_ACC v[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_unpack)(w[k], v);
+        UF_ACT_APPLY(kind, 0, p0, p1, v);
+        if (a->threshold != 0)
+            UF_VNAME(uf_act_scale_kept)(a, bits[k], v);
+        UF_VNAME(uf_unit_pack)(v, w[k]);
+    }
+}
+
+/* dx = dropout(dy) * act'(x) over `steps` stored units (dx in place of dy);
+ * `kind` is a constant here, as above. */
+UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int steps,
+                                      const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
+                                      uint32_t (*w)[UF_UNIT_WORDS])
+{
+    const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    UF_UNROLL for (int k = 0; k < steps; ++k)
+    {
+        UF_ACC d[UF_ACT_UNIT], v[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_unpack)(g[k], d);
+        if (a->threshold != 0)
+            UF_VNAME(uf_act_scale_kept)(a, bits[k], d);
+        if (kind != UF_ACT_IDENTITY) { /* x is not read for the identity */
+            UF_VNAME(uf_unit_unpack)(w[k], v);
+            UF_ACT_APPLY(kind, 1, p0, p1, v);
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) d[e] *= v[e];
+        }
+        UF_VNAME(uf_unit_pack)(d, g[k]);
+    }
+}
+
+/* Unit k of thread t in logical block b (units of a block interleave by
+ * thread, so that a warp's accesses are contiguous). */
+#define UF_ACT_UNIT_OF(b, steps, k, t) (((b) * (steps) + (k)) * UF_NTHREADS + (t))
+
+UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_FWD_BLOCKS)
+{
     UF_BLOCKS (b) {
         UF_THREADS (t) {
-            UF_ACC v[UF_ACT_STEPS][UF_ACT_UNIT];
-            /* Past the end a unit loads zeros (and is not stored). */
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_act_load)(
-                a.x, a.count, ((b * UF_ACT_STEPS + k) * UF_NTHREADS + t) * UF_ACT_UNIT, v[k]);
+            /* The keep bits first: they need only the index, so their
+             * registers are not held beside the loaded units. */
+            unsigned bits[UF_ACT_STEPS];
+            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) bits[k] = uf_dropout_bits(
+                a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t));
+            uint32_t w[UF_ACT_STEPS][UF_UNIT_WORDS];
+            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
+                a.x, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, w[k]);
+            UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_fwd_units), &a, UF_ACT_STEPS, bits, w)
             UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k)
             {
-                const int64_t unit = (b * UF_ACT_STEPS + k) * UF_NTHREADS + t;
-                const int64_t i0 = unit * UF_ACT_UNIT;
-                if (i0 >= a.count)
-                    continue;
-                UF_ACT_APPLY(a.kind, 0, p0, p1, v[k]);
-                const unsigned bits = UF_VNAME(uf_act_drop)(&a, unit, v[k]);
-                UF_VNAME(uf_act_store)(a.out, a.count, i0, v[k]);
-                if (a.keep_bits)
+                const int64_t unit = UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t);
+                UF_VNAME(uf_unit_store)(a.out, unit * UF_ACT_UNIT, a.count, 1, w[k]);
+                if (a.keep_bits && unit * UF_ACT_UNIT < a.count)
                     ((uint8_t *)a.keep_bits)[unit] =
-                        (uint8_t)(bits & uf_unit_valid_bits(a.count, i0));
+                        (uint8_t)(bits[k] & uf_unit_valid_bits(a.count, unit * UF_ACT_UNIT));
             }
         }
     }
 }
 
-UF_KERNEL(UF_VNAME(uf_act_bwd), uf_activation_args, a)
+UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_BWD_BLOCKS)
 {
-    const UF_ACC p0 = (UF_ACC)a.param[0], p1 = (UF_ACC)a.param[1];
-    const int identity = a.kind == UF_ACT_IDENTITY;
     UF_BLOCKS (b) {
         UF_THREADS (t) {
-            UF_ACC g[UF_ACT_BWD_STEPS][UF_ACT_UNIT], v[UF_ACT_BWD_STEPS][UF_ACT_UNIT] = {{0}};
+            unsigned bits[UF_ACT_BWD_STEPS];
+            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) bits[k] = uf_dropout_bits(
+                a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t));
+            uint32_t g[UF_ACT_BWD_STEPS][UF_UNIT_WORDS], w[UF_ACT_BWD_STEPS][UF_UNIT_WORDS];
             UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {
-                const int64_t i0 = ((b * UF_ACT_BWD_STEPS + k) * UF_NTHREADS + t) * UF_ACT_UNIT;
-                UF_VNAME(uf_act_load)(a.dy, a.count, i0, g[k]);
-                if (!identity)
-                    UF_VNAME(uf_act_load)(a.x, a.count, i0, v[k]);
+                const int64_t i0 = UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT;
+                UF_VNAME(uf_unit_load)(a.dy, i0, a.count, 1, g[k]);
+                if (a.kind != UF_ACT_IDENTITY)
+                    UF_VNAME(uf_unit_load)(a.x, i0, a.count, 1, w[k]);
             }
-            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
-            {
-                const int64_t unit = (b * UF_ACT_BWD_STEPS + k) * UF_NTHREADS + t;
-                const int64_t i0 = unit * UF_ACT_UNIT;
-                if (i0 >= a.count)
-                    continue;
-                UF_VNAME(uf_act_drop)(&a, unit, g[k]);
-                if (!identity) {
-                    UF_ACT_APPLY(a.kind, 1, p0, p1, v[k]);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) g[k][e] *= v[k][e];
-                }
-                UF_VNAME(uf_act_store)(a.out, a.count, i0, g[k]);
-            }
+            UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_bwd_units), &a, UF_ACT_BWD_STEPS, bits, g, w)
+            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) UF_VNAME(uf_unit_store)(
+                a.out, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, g[k]);
         }
     }
 }
 
+#undef UF_ACT_UNIT_OF
 #undef UF_ACT_APPLY
-#undef UF_ACT_BWD_STEPS
+#undef UF_ACT_STEPS
 #undef UF_ACT_BWD_STEPS
 #include "kernels/dtype_unbind.h"

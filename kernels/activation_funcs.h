@@ -24,4 +24,42 @@
 #undef UF_AM
 #undef UF_AM_NAME
 
+/* switch (kind) with a case per activation, each calling fn(K, ...) with K
+ * that case's constant. fn is force-inlined, so the switch on the kind
+ * inside it (act_apply's) folds away: one branch per call instead of one
+ * per unit, and straight-line code over all the units fn handles. */
+#define UF_ACT_CASE_CALL(K, fn, ...)                                                               \
+    case K:                                                                                        \
+        fn(K, __VA_ARGS__);                                                                        \
+        break;
+#define UF_ACT_SWITCH(kind, fn, ...)                                                               \
+    switch (kind) {                                                                                \
+        UF_ACT_CASE_CALL(UF_ACT_IDENTITY, fn, __VA_ARGS__)                                         \
+        UF_ACT_CASE_CALL(UF_ACT_SIGMOID, fn, __VA_ARGS__)                                          \
+        UF_ACT_CASE_CALL(UF_ACT_LOGSIGMOID, fn, __VA_ARGS__)                                       \
+        UF_ACT_CASE_CALL(UF_ACT_TANH, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_RELU, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_GELU, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_GELU_TANH, fn, __VA_ARGS__)                                        \
+        UF_ACT_CASE_CALL(UF_ACT_SILU, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_RELU6, fn, __VA_ARGS__)                                            \
+        UF_ACT_CASE_CALL(UF_ACT_HARDSIGMOID, fn, __VA_ARGS__)                                      \
+        UF_ACT_CASE_CALL(UF_ACT_HARDTANH, fn, __VA_ARGS__)                                         \
+        UF_ACT_CASE_CALL(UF_ACT_HARDSWISH, fn, __VA_ARGS__)                                        \
+        UF_ACT_CASE_CALL(UF_ACT_SELU, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_MISH, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_SOFTPLUS, fn, __VA_ARGS__)                                         \
+        UF_ACT_CASE_CALL(UF_ACT_SOFTSIGN, fn, __VA_ARGS__)                                         \
+        UF_ACT_CASE_CALL(UF_ACT_TANHSHRINK, fn, __VA_ARGS__)                                       \
+        UF_ACT_CASE_CALL(UF_ACT_LEAKY_RELU, fn, __VA_ARGS__)                                       \
+        UF_ACT_CASE_CALL(UF_ACT_ELU, fn, __VA_ARGS__)                                              \
+        UF_ACT_CASE_CALL(UF_ACT_CELU, fn, __VA_ARGS__)                                             \
+        UF_ACT_CASE_CALL(UF_ACT_HARDSHRINK, fn, __VA_ARGS__)                                       \
+        UF_ACT_CASE_CALL(UF_ACT_SOFTSHRINK, fn, __VA_ARGS__)                                       \
+    default:                                                                                       \
+        break;                                                                                     \
+    }
+/* Every kind above, once: a new activation must be added there too. */
+typedef char uf_act_switch_covers_every_kind[UF_ACT_COUNT == 22 ? 1 : -1];
+
 #endif

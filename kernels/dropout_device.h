@@ -9,16 +9,25 @@
 #include "kernels/activation_args.h"
 #include "kernels/philox.h"
 
+/* An element is kept when its draw d has (d >> 8) >= threshold, which for
+ * threshold >= 1 is d > uf_dropout_cut(threshold): one comparison instead
+ * of a shift and a comparison. At threshold 2^24 (p = 1) the cut wraps to
+ * all ones, and nothing is kept, as before. */
+UF_FN uint32_t uf_dropout_cut(uint32_t threshold)
+{
+    return (threshold << 8) - 1u;
+}
+
 UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t unit)
 {
     if (threshold == 0)
         return 0xffu;
+    const uint32_t cut = uf_dropout_cut(threshold);
     unsigned bits = 0;
     UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4; ++h)
     {
         const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)unit * (UF_ACT_UNIT / 4) + h);
-        UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)((r.v[w] >> 8) >= threshold)
-                                                      << (4 * h + w);
+        UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)(r.v[w] > cut) << (4 * h + w);
     }
     return bits;
 }
@@ -32,14 +41,14 @@ UF_FN unsigned uf_dropout_bits_at(uint64_t seed, uint64_t offset, uint32_t thres
         return 0xffu;
     const int64_t g0 = i0 / 4;
     const int shift = (int)(i0 % 4);
+    const uint32_t cut = uf_dropout_cut(threshold);
     unsigned wide = 0; /* bit k: element 4 * g0 + k is kept */
     UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4 + 1; ++h)
     {
         if (h == UF_ACT_UNIT / 4 && shift == 0)
             continue; /* aligned: two groups suffice */
         const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)(g0 + h));
-        UF_UNROLL for (int w = 0; w < 4; ++w) wide |= (unsigned)((r.v[w] >> 8) >= threshold)
-                                                      << (4 * h + w);
+        UF_UNROLL for (int w = 0; w < 4; ++w) wide |= (unsigned)(r.v[w] > cut) << (4 * h + w);
     }
     return (wide >> shift) & 0xffu;
 }

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "layer.h" /* uf_mul_hilo */
+
 /* The round multipliers and the key schedule's increments (Weyl sequence). */
 #define UF_PHILOX_M0 0xD2511F53u
 #define UF_PHILOX_M1 0xCD9E8D57u
@@ -24,9 +26,9 @@ UF_FN uf_philox4 uf_philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_
 {
     UF_UNROLL for (int round = 0; round < 10; ++round)
     {
-        const uint64_t p0 = (uint64_t)UF_PHILOX_M0 * c0, p1 = (uint64_t)UF_PHILOX_M1 * c2;
-        const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-        const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        uint32_t hi0, hi1;
+        const uint32_t lo0 = uf_mul_hilo(UF_PHILOX_M0, c0, &hi0);
+        const uint32_t lo1 = uf_mul_hilo(UF_PHILOX_M1, c2, &hi1);
         c0 = hi1 ^ c1 ^ k0;
         c1 = lo1;
         c2 = hi0 ^ c3 ^ k1;

@@ -23,10 +23,6 @@ static const uf_act_launcher launchers[2][4][2] = {
     {UF_ACT_ROW(bwd, f32, 4), UF_ACT_ROW(bwd, f16, 8), UF_ACT_ROW(bwd, bf16, 8),
      UF_ACT_ROW(bwd, f64, 2)}};
 
-/* Threads per block of the elementwise kernels (a multiple of every warp
- * width, within every backend's block limit). */
-#define UF_ACT_THREADS 256
-
 static const char *const names[UF_ACT_COUNT] = {
     "identity",  "sigmoid", "logsigmoid", "tanh",        "relu",       "gelu",
     "gelu_tanh", "silu",    "relu6",      "hardsigmoid", "hardtanh",   "hardswish",

@@ -15,6 +15,17 @@
 /* Most threads per block, and blocks wanted per multiprocessor. */
 #define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__((threads), (blocks))
 
+/* Both halves of a 32 x 32-bit product from one multiply: written in C,
+ * NVVM widens the operands and ptxas emits a 64-bit multiply plus adds. */
+static __device__ __forceinline__ unsigned uf_cuda_mul_hilo(unsigned a, unsigned b, unsigned *hi)
+{
+    unsigned long long p;
+    asm("mul.wide.u32 %0, %1, %2;" : "=l"(p) : "r"(a), "r"(b));
+    *hi = (unsigned)(p >> 32);
+    return (unsigned)p;
+}
+#define UF_VENDOR_MUL_HILO(a, b, hi) uf_cuda_mul_hilo((a), (b), (hi))
+
 /* Two floats to two bf16 in one instruction (sm_80 and later). */
 static __device__ __forceinline__ unsigned uf_cuda_f32x2_to_bf16x2(float lo, float hi)
 {

@@ -156,6 +156,16 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 #endif
 
 /* ---- math ---- */
+/* uf_mul_hilo(a, b, &hi): the low 32 bits of a * b, the high ones in hi. */
+#ifdef UF_VENDOR_MUL_HILO
+#define uf_mul_hilo(a, b, hi) UF_VENDOR_MUL_HILO((a), (b), (hi))
+#else
+UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
+{
+    *hi = __umulhi(a, b);
+    return a * b;
+}
+#endif
 #define UF_EXPF(x) __expf(x)
 #define UF_EXP2F(x) exp2f(x) /* one instruction with -ftz (CUDA) */
 #define UF_EXP(x) exp(x)

@@ -146,6 +146,13 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 #define UF_ASYNC_WAIT() ((void)0)
 
 /* ---- math ---- */
+/* The low 32 bits of a * b; the high ones in *hi. */
+UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
+{
+    const uint64_t p = (uint64_t)a * b;
+    *hi = (uint32_t)(p >> 32);
+    return (uint32_t)p;
+}
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */
 #define UF_EXP2F(x) uf_cpu_exp2f(x)
 #define UF_EXP(x) exp(x)

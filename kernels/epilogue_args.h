@@ -9,6 +9,15 @@
 
 #include "kernels/column_sums_args.h"
 
+/* Blocks of UF_COLSUM_THREADS threads each multiprocessor should hold; the
+ * register budget per thread follows (CUDA: 65536 / (256 * 4) = 64). */
+#ifndef UF_EPI_FWD_BLOCKS
+#define UF_EPI_FWD_BLOCKS 4
+#endif
+#ifndef UF_EPI_BWD_BLOCKS
+#define UF_EPI_BWD_BLOCKS 4
+#endif
+
 typedef struct uf_epilogue_args {
     const void *x, *bias, *scale, *residual, *dy;
     void *out;       /* forward: y; backward: dx */

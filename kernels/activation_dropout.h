@@ -5,8 +5,8 @@
  * them first (16-byte accesses when the launcher found every pointer
  * aligned; the partial last unit element by element), then applies the
  * activation to all of them (one branch on the kind, UF_ACT_SWITCH), then
- * the dropout, then stores. A thread writes exactly the elements it read, so outputs may alias
- * inputs element for element.
+ * the dropout, then stores. A thread writes exactly the elements it read,
+ * so outputs may alias inputs element for element.
  */
 #include "kernels/dtype_bind.h"
 

@@ -108,13 +108,18 @@ UF_FN T F(d_relu6)(T x) /* PyTorch's relu6 is hardtanh(0, 6): 0 at both ends */
     return x > (T)0 && x < (T)6 ? (T)1 : (T)0;
 }
 
+/* The hard kinds multiply by 1/6 and 1/3 where PyTorch divides: within
+ * an ulp of its values, and a correctly rounded division by a constant
+ * cost hardswish 60% of its rate in 16-bit on the H200. */
+#define UF_AM_SIXTH ((T)0.16666666666666666667)
+#define UF_AM_THIRD ((T)0.33333333333333333333)
 UF_FN T F(hardsigmoid)(T x)
 {
-    return F(clamp)(x + (T)3, (T)0, (T)6) / (T)6;
+    return F(clamp)(x + (T)3, (T)0, (T)6) * UF_AM_SIXTH;
 }
 UF_FN T F(d_hardsigmoid)(T x) /* 0 at +-3 */
 {
-    return x > (T)-3 && x < (T)3 ? (T)1 / (T)6 : (T)0;
+    return x > (T)-3 && x < (T)3 ? UF_AM_SIXTH : (T)0;
 }
 
 UF_FN T F(hardtanh)(T x, T lo, T hi)
@@ -128,11 +133,11 @@ UF_FN T F(d_hardtanh)(T x, T lo, T hi) /* 0 at both ends */
 
 UF_FN T F(hardswish)(T x)
 {
-    return x * F(clamp)(x + (T)3, (T)0, (T)6) / (T)6;
+    return x * F(clamp)(x + (T)3, (T)0, (T)6) * UF_AM_SIXTH;
 }
 UF_FN T F(d_hardswish)(T x) /* 0 at -3 and 1 at +3, as PyTorch 2.x */
 {
-    return x <= (T)-3 ? (T)0 : (x < (T)3 ? x / (T)3 + (T)0.5 : (T)1);
+    return x <= (T)-3 ? (T)0 : (x < (T)3 ? x * UF_AM_THIRD + (T)0.5 : (T)1);
 }
 
 #define UF_SELU_ALPHA 1.6732632423543772848170429916717
@@ -278,5 +283,7 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
     UF_UNROLL for (int e = 0; e < n; ++e) v[e] = x[e] != x[e] ? x[e] : v[e];
 }
 
+#undef UF_AM_SIXTH
+#undef UF_AM_THIRD
 #undef T
 #undef F

@@ -18,6 +18,11 @@ typedef enum uf_mask_kind {
 /* Per thread, the register path keeps this many bytes of row values in its
  * compute type: 16 elements in fp32 arithmetic, 8 in fp64. */
 #define UF_SOFTMAX_REG_BYTES 64
+/* The forward's wide register path keeps twice as many (kernels/
+ * softmax_forward_reg.h; src/softmax.c says when). */
+#ifndef UF_SOFTMAX_WIDE_BYTES
+#define UF_SOFTMAX_WIDE_BYTES 128
+#endif
 
 typedef struct uf_softmax_args {
     const void *x;  /* forward: input; backward: y */
@@ -49,6 +54,8 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(pass, split_apply, dt, vec)
 #define UF_SOFTMAX_DECLARE_DTYPE(pass, dt, vec)                                                    \
     UF_SOFTMAX_DECLARE(pass, dt, 1) UF_SOFTMAX_DECLARE(pass, dt, vec)
+#define UF_SOFTMAX_DECLARE_WIDE(dt, vec)                                                           \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,6 +68,10 @@ UF_SOFTMAX_DECLARE_DTYPE(bwd, f32, 4)
 UF_SOFTMAX_DECLARE_DTYPE(bwd, f16, 8)
 UF_SOFTMAX_DECLARE_DTYPE(bwd, bf16, 8)
 UF_SOFTMAX_DECLARE_DTYPE(bwd, f64, 2)
+UF_SOFTMAX_DECLARE_WIDE(f32, 4)
+UF_SOFTMAX_DECLARE_WIDE(f16, 8)
+UF_SOFTMAX_DECLARE_WIDE(bf16, 8)
+UF_SOFTMAX_DECLARE_WIDE(f64, 2)
 #ifdef __cplusplus
 }
 #endif

@@ -10,12 +10,16 @@
 
 typedef uf_status (*uf_softmax_launcher)(const uf_launch *, const uf_softmax_args *);
 
-enum { PATH_REG, PATH_STREAM, PATH_SPLIT_STATS, PATH_SPLIT_APPLY, NPATHS };
+enum { PATH_REG, PATH_REG_WIDE, PATH_STREAM, PATH_SPLIT_STATS, PATH_SPLIT_APPLY, NPATHS };
+
+/* The wide register path exists for the forward only. */
+#define UF_SM_WIDE_fwd(dt, vec) uf_softmax_fwd_reg_wide_##dt##_v##vec##_launch
+#define UF_SM_WIDE_bwd(dt, vec) NULL
 
 /* Indexed [backward][dtype - 1][vectorised][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
-        uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
+        uf_softmax_##pass##_reg_##dt##_v##vec##_launch, UF_SM_WIDE_##pass(dt, vec),                \
             uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
             uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
@@ -35,6 +39,10 @@ static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
  * rows are split into chunks across blocks. */
 #define UF_STREAM_MAX_ROW_BYTES (128 * 1024)
 #define UF_STREAM_MIN_ROWS_PER_MP 2
+/* Largest element size whose forward takes the wide register path. */
+#ifndef UF_SOFTMAX_WIDE_MAX_ESIZE
+#define UF_SOFTMAX_WIDE_MAX_ESIZE 2
+#endif
 /* Accesses per thread in one chunk of the split path. */
 #define UF_SPLIT_ACCESSES 4
 
@@ -187,10 +195,21 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     const int vec_width = 16 / esize;
     const int vec = vec_ok && a->sk % vec_width == 0;
     const int64_t width = vec ? vec_width : 1;
-    const int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
-    const int64_t accesses = (a->sk + width - 1) / width;
-    const int64_t need = (accesses + per_thread - 1) / per_thread; /* threads per row */
     const int warp = lim.warp_size;
+    const int64_t accesses = (a->sk + width - 1) / width;
+    int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
+    int64_t need = (accesses + per_thread - 1) / per_thread;        /* threads per row */
+    /* A 16-bit forward row longer than a warp's registers: twice the row per
+     * thread halves the threads and the reduction steps per element, and
+     * keeps 64 bytes of loads in flight per thread (on the H200, S = 1024 to
+     * 4096: +0 to +3.5 points of copy bandwidth, S = 16384: +17; shorter
+     * rows lost 3 to 7 points, so they keep the narrow path). */
+    const int wide = !backward && esize <= UF_SOFTMAX_WIDE_MAX_ESIZE && need > warp;
+    if (wide) {
+        per_thread = (UF_SOFTMAX_WIDE_BYTES / acc_size) / width;
+        need = (accesses + per_thread - 1) / per_thread;
+    }
+    const int reg_path = wide ? PATH_REG_WIDE : PATH_REG;
     const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
@@ -203,7 +222,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         const int rows_per_block = l.threads / a->group;
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
-        return paths[PATH_REG](&l, a);
+        return paths[reg_path](&l, a);
     }
     const int stream_ok = a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
                           a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors;
@@ -216,7 +235,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         a->group = l.threads;
         l.blocks = a->rows;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
-        return paths[PATH_REG](&l, a);
+        return paths[reg_path](&l, a);
     }
     l.threads = max_threads;
     a->group = l.threads;

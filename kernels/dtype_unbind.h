@@ -13,3 +13,7 @@
 #undef UF_PAIRED
 #undef UF_PAIR_TO_ACC
 #undef UF_PAIR_FROM_ACC
+#undef UF_HELD
+#undef UF_HELD_N
+#undef UF_HOLDV
+#undef UF_HELD_TO_ACC

@@ -18,8 +18,8 @@ typedef enum uf_mask_kind {
 /* Per thread, the register path keeps this many bytes of row values in its
  * compute type: 16 elements in fp32 arithmetic, 8 in fp64. */
 #define UF_SOFTMAX_REG_BYTES 64
-/* The forward's wide register path keeps twice as many (kernels/
- * softmax_forward_reg.h; src/softmax.c says when). */
+/* The wide register paths keep twice as many (kernels/
+ * softmax_forward_reg.h, softmax_backward_reg.h; src/softmax.c says when). */
 #ifndef UF_SOFTMAX_WIDE_BYTES
 #define UF_SOFTMAX_WIDE_BYTES 128
 #endif
@@ -55,7 +55,9 @@ typedef struct uf_softmax_args {
 #define UF_SOFTMAX_DECLARE_DTYPE(pass, dt, vec)                                                    \
     UF_SOFTMAX_DECLARE(pass, dt, 1) UF_SOFTMAX_DECLARE(pass, dt, vec)
 #define UF_SOFTMAX_DECLARE_WIDE(dt, vec)                                                           \
-    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1)                                                   \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1)    \
+        UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,9 +8,6 @@
  */
 #include "kernels/dtype_bind.h"
 
-#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_NV (UF_REG_N / UF_VEC)
-
 UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row, int64_t j0,
                                           UF_ACC *y, UF_ACC *dy)
 {
@@ -18,53 +15,19 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
     UF_LOADV(dy, (const UF_T *)a->x2 + row * a->sk, j0);
 }
 
-UF_KERNEL(UF_VNAME(uf_softmax_bwd_reg), uf_softmax_args, a)
-{
-    const int group = a.group;
-    const int rows_per_block = UF_NTHREADS / group;
-    UF_BLOCKS (b) {
-        UF_EXCLUSIVE_ARRAY(UF_ACC, y, UF_REG_N);
-        UF_EXCLUSIVE_ARRAY(UF_ACC, dy, UF_REG_N);
-        UF_EXCLUSIVE(UF_ACC, dot);
-        UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
-            const int lane = t % group;
-            UF_ACC acc = 0;
-            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
-            {
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
-                UF_ACC *yk = &UF_X(y)[k * UF_VEC], *dyk = &UF_X(dy)[k * UF_VEC];
-                if (row < a.rows && j0 < a.sk)
-                    UF_VNAME(uf_softmax_load_pair)(&a, row, j0, yk, dyk);
-                else
-                    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yk[e] = dyk[e] = 0;
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += yk[e] * dyk[e];
-            }
-            UF_X(dot) = acc;
-        }
-        if (group <= UF_WARP)
-            UF_WARP_SUM(dot, group);
-        else
-            UF_BLOCK_SUM(dot);
-        UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
-            const int lane = t % group;
-            if (row >= a.rows)
-                continue;
-            const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
-            UF_T *dx = (UF_T *)a.out + row * a.sk;
-            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
-            {
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
-                if (j0 >= a.sk)
-                    break;
-                UF_ACC *yk = &UF_X(y)[k * UF_VEC], *dyk = &UF_X(dy)[k * UF_VEC];
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yk[e] = scale * yk[e] * (dyk[e] - d);
-                UF_STOREV(dx, j0, yk);
-            }
-        }
-    }
-}
+/* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
+ * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
+ * it for 16-bit rows longer than a warp's registers). */
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_wide)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
 
 /* One thread's share of sum(y * dy) over keys [begin, end). */
 UF_FN UF_ACC UF_VNAME(uf_softmax_dot)(const uf_softmax_args *a, int64_t row, int64_t begin,
@@ -146,6 +109,4 @@ UF_KERNEL(UF_VNAME(uf_softmax_bwd_split_apply), uf_softmax_args, a)
     }
 }
 
-#undef UF_REG_N
-#undef UF_REG_NV
 #include "kernels/dtype_unbind.h"

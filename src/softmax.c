@@ -12,14 +12,11 @@ typedef uf_status (*uf_softmax_launcher)(const uf_launch *, const uf_softmax_arg
 
 enum { PATH_REG, PATH_REG_WIDE, PATH_STREAM, PATH_SPLIT_STATS, PATH_SPLIT_APPLY, NPATHS };
 
-/* The wide register path exists for the forward only. */
-#define UF_SM_WIDE_fwd(dt, vec) uf_softmax_fwd_reg_wide_##dt##_v##vec##_launch
-#define UF_SM_WIDE_bwd(dt, vec) NULL
-
 /* Indexed [backward][dtype - 1][vectorised][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
-        uf_softmax_##pass##_reg_##dt##_v##vec##_launch, UF_SM_WIDE_##pass(dt, vec),                \
+        uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
+            uf_softmax_##pass##_reg_wide_##dt##_v##vec##_launch,                                   \
             uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
             uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
@@ -39,7 +36,7 @@ static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
  * rows are split into chunks across blocks. */
 #define UF_STREAM_MAX_ROW_BYTES (128 * 1024)
 #define UF_STREAM_MIN_ROWS_PER_MP 2
-/* Largest element size whose forward takes the wide register path. */
+/* Largest element size that takes the wide register paths. */
 #ifndef UF_SOFTMAX_WIDE_MAX_ESIZE
 #define UF_SOFTMAX_WIDE_MAX_ESIZE 2
 #endif
@@ -196,23 +193,27 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     const int vec = vec_ok && a->sk % vec_width == 0;
     const int64_t width = vec ? vec_width : 1;
     const int warp = lim.warp_size;
+    const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
+                                ? lim.max_threads_per_block / warp * warp
+                                : UF_BLOCK_LIMIT;
     const int64_t accesses = (a->sk + width - 1) / width;
     int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
     int64_t need = (accesses + per_thread - 1) / per_thread;        /* threads per row */
-    /* A 16-bit forward row longer than a warp's registers: twice the row per
-     * thread halves the threads and the reduction steps per element, and
-     * keeps 64 bytes of loads in flight per thread (on the H200, S = 1024 to
-     * 4096: +0 to +3.5 points of copy bandwidth, S = 16384: +17; shorter
-     * rows lost 3 to 7 points, so they keep the narrow path). */
-    const int wide = !backward && esize <= UF_SOFTMAX_WIDE_MAX_ESIZE && need > warp;
+    /* 16-bit rows take the wide register path (twice the row per thread:
+     * half the threads and reduction steps per element, 64 bytes of loads in
+     * flight per thread) where it measured faster on the H200: a forward row
+     * longer than a warp's registers (S = 1024 to 4096: +0 to +4 points of
+     * copy bandwidth, S = 16384: +17; shorter rows lost 3 to 7, f32 rows 1
+     * to 12), a backward row that needs more than half the largest block
+     * but no more than all of it (S = 16384: 89 -> 102%; S = 1024 to 4096
+     * lost up to 1 point). */
+    const int wide = esize <= UF_SOFTMAX_WIDE_MAX_ESIZE &&
+                     (backward ? 2 * need > max_threads && need <= max_threads : need > warp);
     if (wide) {
         per_thread = (UF_SOFTMAX_WIDE_BYTES / acc_size) / width;
         need = (accesses + per_thread - 1) / per_thread;
     }
     const int reg_path = wide ? PATH_REG_WIDE : PATH_REG;
-    const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
-                                ? lim.max_threads_per_block / warp * warp
-                                : UF_BLOCK_LIMIT;
     const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][vec];
     uf_launch l = {0, 0, stream, 0};
     if (need <= warp) {

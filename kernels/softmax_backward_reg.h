@@ -1,0 +1,69 @@
+/*
+ * The backward's register path (see softmax_backward.h), included once per
+ * row share: UF_REG_N elements per thread, kernel UF_REG_KERNEL. The row's
+ * `group` threads read y and dy once and keep them as stored (16-bit data
+ * two to a register), reduce sum(y * dy) over the group, then write dx.
+ */
+#define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
+
+UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
+{
+    const int group = a.group;
+    const int rows_per_block = UF_NTHREADS / group;
+    UF_BLOCKS (b) {
+        UF_EXCLUSIVE_ARRAY(UF_HELD, y, UF_REG_NV * UF_HELD_N);
+        UF_EXCLUSIVE_ARRAY(UF_HELD, dy, UF_REG_NV * UF_HELD_N);
+        UF_EXCLUSIVE(UF_ACC, dot);
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / group;
+            const int lane = t % group;
+            const int64_t base = (row < a.rows ? row : 0) * a.sk;
+            const UF_T *yr = (const UF_T *)a.x + base, *dyr = (const UF_T *)a.x2 + base;
+            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+            {
+                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                UF_HELD *yk = &UF_X(y)[k * UF_HELD_N], *dyk = &UF_X(dy)[k * UF_HELD_N];
+                if (row < a.rows && j0 < a.sk) {
+                    UF_HOLDV(yk, yr, j0);
+                    UF_HOLDV(dyk, dyr, j0);
+                } else {
+                    UF_UNROLL for (int e = 0; e < UF_HELD_N; ++e) yk[e] = dyk[e] = 0;
+                }
+            }
+            UF_ACC acc = 0;
+            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+            {
+                UF_ACC yv[UF_VEC], dyv[UF_VEC];
+                UF_HELD_TO_ACC(yv, &UF_X(y)[k * UF_HELD_N]);
+                UF_HELD_TO_ACC(dyv, &UF_X(dy)[k * UF_HELD_N]);
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += yv[e] * dyv[e];
+            }
+            UF_X(dot) = acc;
+        }
+        if (group <= UF_WARP)
+            UF_WARP_SUM(dot, group);
+        else
+            UF_BLOCK_SUM(dot);
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / group;
+            const int lane = t % group;
+            if (row >= a.rows)
+                continue;
+            const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
+            UF_T *dx = (UF_T *)a.out + row * a.sk;
+            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+            {
+                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                if (j0 >= a.sk)
+                    break;
+                UF_ACC yv[UF_VEC], dyv[UF_VEC];
+                UF_HELD_TO_ACC(yv, &UF_X(y)[k * UF_HELD_N]);
+                UF_HELD_TO_ACC(dyv, &UF_X(dy)[k * UF_HELD_N]);
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yv[e] = scale * yv[e] * (dyv[e] - d);
+                UF_STOREV(dx, j0, yv);
+            }
+        }
+    }
+}
+
+#undef UF_REG_NV

@@ -8,7 +8,8 @@
  *   UF_VNAME(base)  base_<dtype>_v<vec>
  *   UF_LOADV(dst, p, i) / UF_STOREV(p, i, src): UF_VEC elements at p[i..]
  *   UF_HELD, UF_HELD_N, UF_HOLDV(h, p, i), UF_HELD_TO_ACC(dst, h): one access
- *               kept as stored (UF_HELD_N values of type UF_HELD) until used
+ *               kept until used (UF_HELD_N values of type UF_HELD): as loaded
+ *               where the layer sets UF_HOLD_AS_LOADED, else converted
  * dtype_unbind.h removes them again before the next instantiation.
  */
 #ifndef UF_DT
@@ -66,25 +67,7 @@
 #if UF_VEC == 1
 #define UF_LOADV(dst, p, i) ((dst)[0] = UF_TO_ACC((p)[i]))
 #define UF_STOREV(p, i, src) ((p)[i] = UF_FROM_ACC((src)[0]))
-#define UF_HELD UF_ACC
-#define UF_HELD_N 1
-#define UF_HOLDV(h, p, i) UF_LOADV(h, p, i)
-#define UF_HELD_TO_ACC(dst, h) ((dst)[0] = (h)[0])
 #else
-/* A 16-byte access held as its four 32-bit words: 16-bit data then takes
- * half the registers that compute values would. */
-#define UF_HELD uint32_t
-#define UF_HELD_N 4
-#define UF_HOLDV(h, p, i) UF_LOAD16((h), (p) + (i))
-#if UF_PAIRED
-#define UF_HELD_TO_ACC(dst, h)                                                                     \
-    do {                                                                                           \
-        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_)                                          \
-            UF_PAIR_TO_ACC((h)[uf_k_], &(dst)[2 * uf_k_]);                                         \
-    } while (0)
-#else
-#define UF_HELD_TO_ACC(dst, h) memcpy((dst), (h), 16)
-#endif
 #if UF_VEC * 4 * ((UF_DT == 1) + 2 * (UF_DT == 4)) + UF_VEC * 2 * (UF_DT == 2 || UF_DT == 3) != 16
 #error "UF_VEC must be 1 or fill 16 bytes"
 #endif
@@ -118,5 +101,34 @@
             UF_FROM_ACC((src)[uf_k_]);                                                             \
         UF_STORE16((p) + (i), uf_e_);                                                              \
     } while (0)
+#endif
+#endif
+
+#ifndef UF_HOLD_AS_LOADED
+#error "the layer must define UF_HOLD_AS_LOADED"
+#endif
+#if UF_VEC == 1 || !UF_HOLD_AS_LOADED
+/* An access held as compute values. */
+#define UF_HELD UF_ACC
+#define UF_HELD_N UF_VEC
+#define UF_HOLDV(h, p, i) UF_LOADV(h, p, i)
+#define UF_HELD_TO_ACC(dst, h)                                                                     \
+    do {                                                                                           \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] = (h)[uf_k_];           \
+    } while (0)
+#else
+/* A 16-byte access held as its four 32-bit words: 16-bit data then takes
+ * half the registers that compute values would. */
+#define UF_HELD uint32_t
+#define UF_HELD_N 4
+#define UF_HOLDV(h, p, i) UF_LOAD16((h), (p) + (i))
+#if UF_PAIRED
+#define UF_HELD_TO_ACC(dst, h)                                                                     \
+    do {                                                                                           \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_)                                          \
+            UF_PAIR_TO_ACC((h)[uf_k_], &(dst)[2 * uf_k_]);                                         \
+    } while (0)
+#else
+#define UF_HELD_TO_ACC(dst, h) memcpy((dst), (h), 16)
 #endif
 #endif

@@ -1,8 +1,10 @@
 /*
  * The backward's register path (see softmax_backward.h), included once per
  * row share: UF_REG_N elements per thread, kernel UF_REG_KERNEL. The row's
- * `group` threads read y and dy once and keep them as stored (16-bit data
- * two to a register), reduce sum(y * dy) over the group, then write dx.
+ * `group` threads read y and dy once and keep them as the layer holds
+ * waiting values (on GPUs as loaded, 16-bit data two to a register; see
+ * UF_HOLDV in dtype_bind.h), reduce sum(y * dy) over the group, then write
+ * dx.
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 

@@ -31,6 +31,9 @@
 /* Loops over register arrays (fragments): unrolled on GPUs, kept as loops
  * on the CPU. */
 #define UF_UNROLL_REGS _Pragma("unroll")
+/* Registers are what bounds how many values a thread may hold: values that
+ * wait are kept as loaded (16-bit data two to a register; dtype_bind.h). */
+#define UF_HOLD_AS_LOADED 1
 
 typedef struct uf_kdims {
     int64_t blocks;

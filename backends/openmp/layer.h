@@ -45,6 +45,9 @@
  * loops of attention) stay loops here: unrolled, their nested bodies made
  * functions too large to compile in reasonable time under sanitizers. */
 #define UF_UNROLL_REGS
+/* Values that wait are held converted (dtype_bind.h): there are no
+ * registers to save, and a 16-bit conversion is scalar code here. */
+#define UF_HOLD_AS_LOADED 0
 
 /* ---- kernels and launch ---- */
 typedef struct uf_kdims {

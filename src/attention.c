@@ -220,7 +220,7 @@ typedef struct layout {
 static int offset_reachable(int64_t delta, const int64_t *stride, const int64_t *lo,
                             const int64_t *hi, int i, int n, int64_t row)
 {
-    if (i == n)
+    if (i >= n || i >= 3) /* n <= 3 (the layout's dimensions); the second test tells gcc */
         return delta > -row && delta < row;
     int64_t f = delta / stride[i];
     if (delta % stride[i] != 0 && delta < 0)

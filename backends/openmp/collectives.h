@@ -35,17 +35,18 @@
 /* Warp butterflies, then lane 0 of each warp publishes; every warp reduces
  * the published values (identity beyond the warp count) with a butterfly.
  * Every warp starts that second butterfly from the same lanes, so it is run
- * once, on the first warp, and the result copied to the others. */
+ * once, on the first warp, and the result copied to the others. Warp w's
+ * value moves to lane w in place: lane w * UF_WARP is read before any lane
+ * at or past it is written. */
 #define UF_CPU_DEFINE_BLOCK(name, warp_name, T, IDENTITY)                                          \
     static inline void uf_cpu_##name(T *v, int nthreads, int width)                                \
     {                                                                                              \
-        T published[UF_WARP];                                                                      \
         const int nwarps = nthreads / UF_WARP;                                                     \
         uf_cpu_##warp_name(v, nthreads, width);                                                    \
-        for (int w = 0; w < nwarps; ++w)                                                           \
-            published[w] = v[w * UF_WARP];                                                         \
-        for (int l = 0; l < UF_WARP; ++l)                                                          \
-            v[l] = l < nwarps ? published[l] : (IDENTITY);                                         \
+        for (int w = 1; w < nwarps; ++w)                                                           \
+            v[w] = v[w * UF_WARP];                                                                 \
+        for (int l = nwarps; l < UF_WARP; ++l)                                                     \
+            v[l] = (IDENTITY);                                                                     \
         uf_cpu_##warp_name(v, UF_WARP, width);                                                     \
         for (int t = UF_WARP; t < nthreads; ++t)                                                   \
             v[t] = v[t % UF_WARP];                                                                 \

@@ -7,22 +7,27 @@
 
 #include "layer.h"
 #include "kernels/activation_args.h"
+#include "kernels/normal_cdf.h"
 
 #define UF_AM_T float
 #define UF_AM(fn) fn##f
 #define UF_AM_NAME(name) name##_f32
+#define UF_AM_RCP(x) UF_RCPF(x)
 #include "kernels/activation_math.h"
 #undef UF_AM_T
 #undef UF_AM
 #undef UF_AM_NAME
+#undef UF_AM_RCP
 
 #define UF_AM_T double
 #define UF_AM(fn) fn
 #define UF_AM_NAME(name) name##_f64
+#define UF_AM_RCP(x) (1.0 / (x))
 #include "kernels/activation_math.h"
 #undef UF_AM_T
 #undef UF_AM
 #undef UF_AM_NAME
+#undef UF_AM_RCP
 
 /* switch (kind) with a case per activation, each calling fn(K, ...) with K
  * that case's constant. fn is force-inlined, so the switch on the kind

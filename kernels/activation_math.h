@@ -1,7 +1,8 @@
 /*
  * The activations as small pure functions, each with its derivative beside
  * it, in one compute type. Instantiated twice by activation_funcs.h: for
- * float (UF_AM_T float, math functions with the f suffix) and for double.
+ * float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
+ * layer's reciprocal) and for double.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
  * are the parameters of uf_activation_desc.
@@ -14,9 +15,11 @@ UF_FN T F(clamp)(T x, T lo, T hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
 }
+/* The reciprocal within an ulp in fp32 (UF_AM_RCP): a division's IEEE
+ * rounding cost silu's f16 forward more than its exp. */
 UF_FN T F(sigmoid_of)(T x)
 {
-    return (T)1 / ((T)1 + UF_AM(exp)(-x));
+    return UF_AM_RCP((T)1 + UF_AM(exp)(-x));
 }
 
 UF_FN T F(sigmoid)(T x)
@@ -58,16 +61,18 @@ UF_FN T F(d_relu)(T x) /* 0 at x = 0 */
     return x > (T)0 ? (T)1 : (T)0;
 }
 
-/* Exact GELU: x * Phi(x). */
+/* Exact GELU: x * Phi(x), Phi the standard normal distribution function
+ * (kernels/normal_cdf.h: in fp32 without erf, more accurate than
+ * PyTorch's 0.5 * (1 + erf(x / sqrt 2)) for negative x). */
 UF_FN T F(gelu)(T x)
 {
-    return (T)0.5 * x * ((T)1 + UF_AM(erf)(x * (T)0.70710678118654752440));
+    return x * F(normal_cdf)(x);
 }
 UF_FN T F(d_gelu)(T x)
 {
-    const T cdf = (T)0.5 * ((T)1 + UF_AM(erf)(x * (T)0.70710678118654752440));
-    const T pdf = (T)0.39894228040143267794 * UF_AM(exp)((T)-0.5 * x * x);
-    return cdf + x * pdf;
+    T gauss;
+    const T cdf = F(normal_cdf_gauss)(x, &gauss);
+    return cdf + x * ((T)0.39894228040143267794 * gauss);
 }
 
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */

@@ -85,11 +85,15 @@ static uf_status check_common(const uf_activation_desc *act, const uf_dropout_de
     return st;
 }
 
-/* A persistent grid of this many times the blocks the device holds at once,
- * each looping over logical blocks: short-lived blocks of 16-bit data spent
- * their time being scheduled (H200: f16 relu forward at 68% of copy with one
- * block per 4096 elements). */
-#define UF_ACT_WAVES 4
+/* A grid of at most this many times the blocks the device holds at once,
+ * each looping over logical blocks when there are more. On the H200 (64 Mi
+ * elements, 2026-11-30) 16 gave f32 3-5 points of copy bandwidth over 4
+ * (forward relu 88 -> 94%, backward 95 -> 100%), where every block looped
+ * about four times and some once more than others, and 16-bit within 2
+ * points; 1 lost 4-9 points everywhere. */
+#ifndef UF_ACT_WAVES
+#define UF_ACT_WAVES 16
+#endif
 
 static uf_status launch_here(int backward, uf_dtype dtype, const uf_activation_args *a, int vec_ok,
                              uf_stream stream)

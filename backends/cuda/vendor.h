@@ -26,6 +26,16 @@ static __device__ __forceinline__ unsigned uf_cuda_mul_hilo(unsigned a, unsigned
 }
 #define UF_VENDOR_MUL_HILO(a, b, hi) uf_cuda_mul_hilo((a), (b), (hi))
 
+/* 1 / x to within an ulp: one MUFU.RCP, where the division 1.0f / x adds
+ * Newton steps and a branch to a slow path for IEEE rounding. */
+static __device__ __forceinline__ float uf_cuda_rcp(float x)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+#define UF_VENDOR_RCP(x) uf_cuda_rcp(x)
+
 /* Two floats to two bf16 in one instruction (sm_80 and later). */
 static __device__ __forceinline__ unsigned uf_cuda_f32x2_to_bf16x2(float lo, float hi)
 {

@@ -169,6 +169,13 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
     return a * b;
 }
 #endif
+/* UF_RCPF(x): 1 / x within an ulp (not correctly rounded), for formulas
+ * whose other terms carry larger errors. */
+#ifdef UF_VENDOR_RCP
+#define UF_RCPF(x) UF_VENDOR_RCP(x)
+#else
+#define UF_RCPF(x) (1.0f / (x))
+#endif
 #define UF_EXPF(x) __expf(x)
 #define UF_EXP2F(x) exp2f(x) /* one instruction with -ftz (CUDA) */
 #define UF_EXP(x) exp(x)

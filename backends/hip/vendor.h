@@ -18,6 +18,8 @@
 /* Most threads per block; HIP's second bound counts waves per execution
  * unit, not blocks, so the block count is not passed on. */
 #define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__(threads)
+/* 1 / x to within an ulp: v_rcp_f32, without IEEE division's fix-up. */
+#define UF_VENDOR_RCP(x) __builtin_amdgcn_rcpf(x)
 
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess

@@ -156,6 +156,8 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
     *hi = (uint32_t)(p >> 32);
     return (uint32_t)p;
 }
+/* A vector division here; GPUs use their reciprocal instruction. */
+#define UF_RCPF(x) (1.0f / (x))
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */
 #define UF_EXP2F(x) uf_cpu_exp2f(x)
 #define UF_EXP(x) exp(x)

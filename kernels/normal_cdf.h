@@ -1,0 +1,66 @@
+/*
+ * The standard normal distribution function Phi(x) together with
+ * exp(-x^2 / 2), for the exact GELU and its derivative
+ * (kernels/activation_math.h), in fp32 and fp64.
+ *
+ * fp32 does without erff. With z = |x| and t = 1 / (1 + a z),
+ *   Phi(-z) = exp(-z^2 / 2) * t * P(t),
+ * P a polynomial of degree 7 fitted (weighted least squares iterated
+ * towards minimax, float64, on z in [0, 13.2] where Phi(-z) is a normal
+ * fp32 number) to the relative error of Phi(-z): at most 8.4e-8 before
+ * rounding. Phi(x) is then Phi(-z) for x <= 0 and 1 - Phi(-z) for x > 0.
+ * This costs one exp, one reciprocal and eight multiply-adds, where
+ * 0.5 * (1 + erff(x / sqrt 2)) costs erff's two polynomials and the selects
+ * between them (27 instructions per element on the H200, most of the f16
+ * GELU); the exponential is shared with the derivative's density. The
+ * result is also more accurate for negative x, where 1 + erf(x / sqrt 2)
+ * cancels (relative error 4% at x = -5): simulated in fp32 over
+ * [-15, 15], absolute error at most 3.8e-7, relative error at most 14 ulp
+ * where Phi > 1e-3 (largest near x = 0, from the exp and the rounding of
+ * 1 - Phi(-z)).
+ *
+ * fp64 keeps the library's erfc, which has no cancellation.
+ */
+#ifndef UF_NORMAL_CDF_H
+#define UF_NORMAL_CDF_H
+
+#include <math.h>
+
+#include "layer.h"
+
+/* Phi(x), and exp(-x^2 / 2) in *gauss. */
+UF_FN float uf_normal_cdf_gauss_f32(float x, float *gauss)
+{
+    const float z = fabsf(x);
+    const float e = UF_EXPF(-0.5f * x * x);
+    const float t = UF_RCPF(1.0f + 0.304f * z);
+    float p = 3.686342388e-02f;
+    p = p * t - 1.553189605e-01f;
+    p = p * t + 1.922226250e-01f;
+    p = p * t - 4.316041246e-02f;
+    p = p * t + 1.235694438e-01f;
+    p = p * t + 1.024177819e-01f;
+    p = p * t + 1.221715063e-01f;
+    p = p * t + 1.212346330e-01f;
+    const float lower = e * t * p; /* Phi(-z) */
+    *gauss = e;
+    return x > 0.0f ? 1.0f - lower : lower;
+}
+
+UF_FN float uf_normal_cdf_f32(float x)
+{
+    float gauss;
+    return uf_normal_cdf_gauss_f32(x, &gauss);
+}
+
+UF_FN double uf_normal_cdf_f64(double x)
+{
+    return 0.5 * erfc(-x * 0.70710678118654752440);
+}
+UF_FN double uf_normal_cdf_gauss_f64(double x, double *gauss)
+{
+    *gauss = exp(-0.5 * x * x);
+    return uf_normal_cdf_f64(x);
+}
+
+#endif

@@ -1,9 +1,10 @@
 /*
  * LayerNorm / RMSNorm, one instantiation per (UF_DT, UF_VEC); see norm.c
- * and norm_args.h. Row passes read the row again from cache rather than
- * holding it, so any cols works with the same code. (Holding the forward's
- * row in registers was measured slower on the H200: more registers, lower
- * occupancy, and the kernel is bound by instructions, not by re-reads.)
+ * and norm_args.h. Two forwards: uf_norm_fwd_held, for rows of whole
+ * aligned units that fit a block's registers, reads the row once with every
+ * load of a thread in flight together; uf_norm_fwd, for any row, reads it
+ * twice (the second time mostly from cache), one unit at a time. The
+ * backward passes read the row again from cache as well.
  *
  * Numerics: LayerNorm sums h - pivot, with pivot the row's first element,
  * so that a large common offset (mean 1e4, variance 1) costs no precision;
@@ -47,6 +48,18 @@ UF_FN void UF_VNAME(uf_norm_load_h)(const uf_norm_args *a, int64_t base, int64_t
     }
 }
 
+/* h = x (+ residual) of a unit held as stored. */
+UF_FN void UF_VNAME(uf_norm_held_h)(const uf_norm_args *a, const uint32_t *xw, const uint32_t *rw,
+                                    UF_ACC *h)
+{
+    UF_VNAME(uf_unit_unpack)(xw, h);
+    if (a->residual) {
+        UF_ACC r[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_unpack)(rw, r);
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] += r[e];
+    }
+}
+
 /* The row's first h, the LayerNorm pivot. */
 UF_FN UF_ACC UF_VNAME(uf_norm_pivot)(const uf_norm_args *a, int64_t base)
 {
@@ -70,29 +83,106 @@ UF_FN void UF_VNAME(uf_norm_affine)(const uf_norm_args *a, int64_t c0, UF_ACC *w
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
 }
 
-/* The forward reads the row twice (the second time mostly from cache):
- * once for each thread's count, sum and centred sum of squares about its own
- * first element, once for y. The LayerNorm statistics combine those partial
- * moments (Chan's rule) in two scalar reductions, so that the variance needs
- * no third pass. */
+/* Adds the first `valid` elements of a unit to a thread's moments about its
+ * pivot lp: s1 += h - lp, s2 += (h - lp)^2, n += 1 each. */
+UF_FN void UF_VNAME(uf_norm_moments)(const UF_ACC *h, int64_t valid, UF_ACC lp, UF_ACC *s1,
+                                     UF_ACC *s2, UF_ACC *n)
+{
+    if (valid >= UF_ACT_UNIT) {
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        {
+            const UF_ACC x = h[e] - lp;
+            *s1 += x;
+            *s2 += x * x;
+        }
+        *n += (UF_ACC)UF_ACT_UNIT;
+    } else {
+        for (int e = 0; e < valid; ++e) {
+            const UF_ACC x = h[e] - lp;
+            *s1 += x;
+            *s2 += x * x;
+            *n += 1;
+        }
+    }
+}
+
+/* h_out (where asked for) and y of one unit from its h. */
+UF_FN void UF_VNAME(uf_norm_fwd_out)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC *h,
+                                     UF_ACC p, UF_ACC dm, UF_ACC rstd)
+{
+    UF_ACC w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
+    if (a->h_out)
+        UF_VNAME(uf_row_store)((UF_T *)a->h_out + base, c0, a->cols, a->vec, h);
+    UF_VNAME(uf_norm_affine)(a, c0, w, bias);
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
+        ((h[e] - p) - dm) * rstd * w[e] + bias[e];
+    UF_VNAME(uf_row_store)((UF_T *)a->y + base, c0, a->cols, a->vec, h);
+}
+
+/* Between the forward's thread loops: from each thread's pivots p (the
+ * row's first h) and lp (its own first h) and its moments s1, s2, n, the
+ * row's statistics: LayerNorm combines the partial moments by Chan's rule in
+ * two scalar reductions, so that the variance needs no further pass over
+ * the row. Leaves pivot, mean (the row mean minus the pivot, LayerNorm) and
+ * s (RMSNorm: the sum of squares) or m2 (LayerNorm: the centred one). */
+#define UF_NORM_FWD_STATS(p_, lp_, s1_, s2_, n_)                                                   \
+    do {                                                                                           \
+        const UF_ACC mt = (n_) > 0 ? (s1_) / (n_) : (UF_ACC)0;                                     \
+        UF_X(pivot) = (p_);                                                                        \
+        UF_X(cnt) = (n_);                                                                          \
+        UF_X(mean) = ((lp_) - (p_)) + mt;                                                          \
+        UF_X(m2) = (s2_) - (s1_)*mt;                                                               \
+        UF_X(s) = layer ? (n_) * ((lp_) - (p_)) + (s1_) : (s2_);                                   \
+    } while (0)
+
+#define UF_NORM_FWD_REDUCE()                                                                       \
+    do {                                                                                           \
+        UF_NORM_REDUCE(s);                                                                         \
+        if (layer) {                                                                               \
+            UF_THREADS (t) {                                                                       \
+                const UF_ACC dm = UF_X(s) * inv_n, dev = UF_X(mean) - dm;                          \
+                UF_X(m2) = UF_X(cnt) > 0 ? UF_X(m2) + UF_X(cnt) * dev * dev : (UF_ACC)0;           \
+                UF_X(mean) = dm;                                                                   \
+            }                                                                                      \
+            UF_NORM_REDUCE(m2);                                                                    \
+        }                                                                                          \
+    } while (0)
+
+/* A row's mean offset dm and rstd from the reduced statistics; the row
+ * group's first thread writes mean and rstd where asked for. */
+#define UF_NORM_FWD_ROW_STATS(row, dm, rstd)                                                       \
+    const UF_ACC dm = layer ? UF_X(mean) : (UF_ACC)0;                                              \
+    const UF_ACC rstd =                                                                            \
+        (UF_ACC)1 / UF_SQRT_ACC((layer ? UF_X(m2) : UF_X(s)) * inv_n + (UF_ACC)a.eps);             \
+    if (t % a.group == 0) {                                                                        \
+        if (a.mean)                                                                                \
+            ((UF_ACC *)a.mean)[row] = UF_X(pivot) + dm;                                            \
+        if (a.rstd)                                                                                \
+            ((UF_ACC *)a.rstd)[row] = rstd;                                                        \
+    }
+
+#define UF_NORM_FWD_EXCLUSIVES()                                                                   \
+    UF_EXCLUSIVE(UF_ACC, pivot);                                                                   \
+    UF_EXCLUSIVE(UF_ACC, s);                                                                       \
+    UF_EXCLUSIVE(UF_ACC, cnt);  /* elements this thread saw */                                     \
+    UF_EXCLUSIVE(UF_ACC, mean); /* their mean, minus the row pivot */                              \
+    UF_EXCLUSIVE(UF_ACC, m2)    /* their sum of squares about that mean */
+
+/* The forward for rows of any length: each thread walks its units twice,
+ * the second time mostly from cache, once for its moments, once for y. */
 UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
 {
     const int layer = a.kind == UF_NORM_LAYER;
     const int rows_per_block = UF_NTHREADS / a.group;
     const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
     UF_BLOCKS (b) {
-        UF_EXCLUSIVE(UF_ACC, pivot);
-        UF_EXCLUSIVE(UF_ACC, s);
-        UF_EXCLUSIVE(UF_ACC, cnt);  /* elements this thread saw */
-        UF_EXCLUSIVE(UF_ACC, mean); /* their mean, minus the row pivot */
-        UF_EXCLUSIVE(UF_ACC, m2);   /* their sum of squares about that mean */
+        UF_NORM_FWD_EXCLUSIVES();
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
             const int64_t c_first = (int64_t)(t % a.group) * UF_ACT_UNIT;
             UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
-                /* pivots: the row's first h, and this thread's first h */
                 if (layer) {
                     p = UF_VNAME(uf_norm_pivot)(&a, base);
                     lp = c_first < a.cols ? UF_VNAME(uf_norm_pivot)(&a, base + c_first) : p;
@@ -101,70 +191,138 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
                 for (int64_t c0 = c_first; c0 < a.cols; c0 += (int64_t)a.group * UF_ACT_UNIT) {
                     UF_ACC h[UF_ACT_UNIT];
                     UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                    if (c0 + UF_ACT_UNIT <= a.cols) {
-                        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                        {
-                            const UF_ACC x = h[e] - lp;
-                            s1 += x;
-                            s2 += x * x;
-                        }
-                        n += (UF_ACC)UF_ACT_UNIT;
-                    } else {
-                        for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {
-                            const UF_ACC x = h[e] - lp;
-                            s1 += x;
-                            s2 += x * x;
-                            n += 1;
-                        }
-                    }
+                    UF_VNAME(uf_norm_moments)(h, a.cols - c0, lp, &s1, &s2, &n);
                 }
             }
-            const UF_ACC mt = n > 0 ? s1 / n : (UF_ACC)0;
-            UF_X(pivot) = p;
-            UF_X(cnt) = n;
-            UF_X(mean) = (lp - p) + mt;
-            UF_X(m2) = s2 - s1 * mt;
-            /* LayerNorm: sum of h - pivot; RMSNorm: sum of h^2 */
-            UF_X(s) = layer ? n * (lp - p) + s1 : s2;
+            UF_NORM_FWD_STATS(p, lp, s1, s2, n);
         }
-        UF_NORM_REDUCE(s);
-        if (layer) {
-            UF_THREADS (t) {
-                const UF_ACC dm = UF_X(s) * inv_n, dev = UF_X(mean) - dm;
-                UF_X(m2) = UF_X(cnt) > 0 ? UF_X(m2) + UF_X(cnt) * dev * dev : (UF_ACC)0;
-                UF_X(mean) = dm;
-            }
-            UF_NORM_REDUCE(m2);
-        }
+        UF_NORM_FWD_REDUCE();
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
             if (row >= a.rows)
                 continue;
             const int64_t base = row * a.cols;
-            const UF_ACC p = UF_X(pivot), dm = layer ? UF_X(mean) : (UF_ACC)0;
-            const UF_ACC var = (layer ? UF_X(m2) : UF_X(s)) * inv_n;
-            const UF_ACC rstd = (UF_ACC)1 / UF_SQRT_ACC(var + (UF_ACC)a.eps);
-            if (t % a.group == 0) {
-                if (a.mean)
-                    ((UF_ACC *)a.mean)[row] = p + dm;
-                if (a.rstd)
-                    ((UF_ACC *)a.rstd)[row] = rstd;
-            }
+            UF_NORM_FWD_ROW_STATS(row, dm, rstd)
             UF_UNROLL_BY(UF_NORM_UNITS)
             for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                  c0 += (int64_t)a.group * UF_ACT_UNIT) {
-                UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], bias[UF_ACT_UNIT];
+                UF_ACC h[UF_ACT_UNIT];
                 UF_VNAME(uf_norm_load_h)(&a, base, c0, h);
-                if (a.h_out)
-                    UF_VNAME(uf_row_store)((UF_T *)a.h_out + base, c0, a.cols, a.vec, h);
-                UF_VNAME(uf_norm_affine)(&a, c0, w, bias);
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
-                    ((h[e] - p) - dm) * rstd * w[e] + bias[e];
-                UF_VNAME(uf_row_store)((UF_T *)a.y + base, c0, a.cols, a.vec, h);
+                UF_VNAME(uf_norm_fwd_out)(&a, base, c0, h, UF_X(pivot), dm, rstd);
             }
         }
     }
 }
+
+/* The forward for rows of whole, aligned units (see uf_norm_args.whole) of
+ * at most UF_NORM_HELD_THREADS threads' UF_NORM_UNITS units each: the row
+ * is read once, each thread holding its units (and the residual's) as
+ * stored, two 16-bit values to a register, until y is written. A unit past
+ * the row's end is read at the row's last unit instead and left unused, so
+ * that the loads carry no branch and are in flight together; a missing
+ * weight or bias is read from the row's own x and replaced by 1 or 0, for
+ * the same reason. Same arithmetic as uf_norm_fwd. */
+
+/* Column of thread `lane`'s unit k, and the column it reads there. */
+#define UF_NORM_HELD_COL(k, lane) (((int64_t)(k)*a->group + (lane)) * UF_ACT_UNIT)
+#define UF_NORM_HELD_READ(c0) ((c0) < a->cols ? (c0) : a->cols - UF_ACT_UNIT)
+
+/* Loads `lane`'s units of x (and of the residual) into xw (rw). */
+UF_FN void UF_VNAME(uf_norm_held_load)(const uf_norm_args *a, int64_t base, int lane, uint32_t *xw,
+                                       uint32_t *rw)
+{
+    UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
+        (const UF_T *)a->x + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(k, lane)),
+        &xw[k * UF_UNIT_WORDS]);
+    if (a->residual)
+        UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
+            (const UF_T *)a->residual + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(k, lane)),
+            &rw[k * UF_UNIT_WORDS]);
+}
+
+/* y (and h_out) of `lane`'s held units. */
+UF_FN void UF_VNAME(uf_norm_held_out)(const uf_norm_args *a, int64_t base, int lane,
+                                      const uint32_t *xw, const uint32_t *rw, UF_ACC p, UF_ACC dm,
+                                      UF_ACC rstd)
+{
+    const UF_T *own = (const UF_T *)a->x + base; /* stands in for a missing vector */
+    const void *wv = a->weight ? a->weight : own, *bv = a->bias ? a->bias : own;
+    UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+    {
+        const int64_t c0 = UF_NORM_HELD_COL(k, lane);
+        uint32_t vw[UF_UNIT_WORDS];
+        UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], b[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_load_whole)(wv, UF_NORM_HELD_READ(c0), vw);
+        UF_VNAME(uf_unit_unpack)(vw, w);
+        UF_VNAME(uf_unit_load_whole)(bv, UF_NORM_HELD_READ(c0), vw);
+        UF_VNAME(uf_unit_unpack)(vw, b);
+        UF_VNAME(uf_norm_held_h)(a, &xw[k * UF_UNIT_WORDS], &rw[k * UF_UNIT_WORDS], h);
+        if (a->h_out && c0 < a->cols) {
+            UF_VNAME(uf_unit_pack)(h, vw);
+            UF_VNAME(uf_unit_store_whole)((UF_T *)a->h_out + base, c0, vw);
+        }
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
+            ((h[e] - p) - dm) * rstd * (a->weight ? w[e] : (UF_ACC)1) +
+            (a->bias ? b[e] : (UF_ACC)0);
+        UF_VNAME(uf_unit_pack)(h, vw);
+        if (c0 < a->cols)
+            UF_VNAME(uf_unit_store_whole)((UF_T *)a->y + base, c0, vw);
+    }
+}
+
+UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THREADS)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    const int rows_per_block = UF_NTHREADS / a.group;
+    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
+    UF_BLOCKS (b) {
+        UF_NORM_FWD_EXCLUSIVES();
+        UF_EXCLUSIVE_ARRAY(uint32_t, xw, UF_NORM_UNITS * UF_UNIT_WORDS);
+        UF_EXCLUSIVE_ARRAY(uint32_t, rw, UF_NORM_UNITS * UF_UNIT_WORDS);
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            const int lane = t % a.group;
+            UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
+            if (row < a.rows) {
+                const int64_t base = row * a.cols;
+                UF_VNAME(uf_norm_held_load)(&a, base, lane, UF_X(xw), UF_X(rw));
+                if (layer)
+                    p = UF_VNAME(uf_norm_pivot)(&a, base);
+                UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+                {
+                    const int64_t c0 = ((int64_t)k * a.group + lane) * UF_ACT_UNIT;
+                    if (c0 >= a.cols)
+                        continue;
+                    UF_ACC h[UF_ACT_UNIT];
+                    UF_VNAME(uf_norm_held_h)
+                    (&a, &UF_X(xw)[k * UF_UNIT_WORDS], &UF_X(rw)[k * UF_UNIT_WORDS], h);
+                    if (layer && k == 0)
+                        lp = h[0];
+                    UF_VNAME(uf_norm_moments)(h, UF_ACT_UNIT, lp, &s1, &s2, &n);
+                }
+                if (layer && n == 0)
+                    lp = p;
+            }
+            UF_NORM_FWD_STATS(p, lp, s1, s2, n);
+        }
+        UF_NORM_FWD_REDUCE();
+        UF_THREADS (t) {
+            const int64_t row = b * rows_per_block + t / a.group;
+            if (row >= a.rows)
+                continue;
+            UF_NORM_FWD_ROW_STATS(row, dm, rstd)
+            UF_VNAME(uf_norm_held_out)
+            (&a, row * a.cols, t % a.group, UF_X(xw), UF_X(rw), UF_X(pivot), dm, rstd);
+        }
+    }
+}
+
+#undef UF_NORM_HELD_READ
+#undef UF_NORM_HELD_COL
+#undef UF_NORM_FWD_EXCLUSIVES
+#undef UF_NORM_FWD_ROW_STATS
+#undef UF_NORM_FWD_REDUCE
+#undef UF_NORM_FWD_STATS
 
 /* One unit of the backward: h - mean (stored mean), dy, g = dy * weight. */
 UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC mean,

@@ -21,6 +21,11 @@
  * this many threads' UF_NORM_UNITS units take that path. */
 #define UF_NORM_FUSED_THREADS 512
 
+/* Largest block of the forward that holds its row in registers
+ * (uf_norm_fwd_held): rows of up to this many threads' UF_NORM_UNITS units
+ * take it, longer rows the forward that reads the row twice. */
+#define UF_NORM_HELD_THREADS 512
+
 typedef struct uf_norm_args {
     const void *x, *residual, *weight, *bias; /* forward inputs (backward: x is h) */
     const void *dy, *dh_extra;                /* backward inputs */
@@ -35,6 +40,7 @@ typedef struct uf_norm_args {
     double eps;
     int group; /* threads per row */
     int vec;   /* every row of every tensor allows 16-byte access */
+    int whole; /* forward: vec, and rows of whole units (uf_norm_fwd_held) */
     int tpr;   /* column pass: threads across a row */
     int64_t col_tiles, chunk_rows, nchunks;
 } uf_norm_args;
@@ -44,6 +50,8 @@ typedef struct uf_norm_args {
 #define UF_NORM_DECLARE(dt, vec)                                                                   \
     UF_NORM_DECLARE_ONE(fwd, dt, 1)                                                                \
     UF_NORM_DECLARE_ONE(fwd, dt, vec)                                                              \
+    UF_NORM_DECLARE_ONE(fwd_held, dt, 1)                                                           \
+    UF_NORM_DECLARE_ONE(fwd_held, dt, vec)                                                         \
     UF_NORM_DECLARE_ONE(bwd, dt, 1)                                                                \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, 1)                                                          \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, vec)                                                        \

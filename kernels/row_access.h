@@ -66,6 +66,22 @@ UF_FN void UF_VNAME(uf_unit_store)(void *row, int64_t c0, int64_t cols, int vec,
     }
 }
 
+/* A unit known to be whole and 16-byte aligned (the launcher checked every
+ * row): accesses without tests, so that several are in flight together. */
+UF_FN void UF_VNAME(uf_unit_load_whole)(const void *row, int64_t c0, uint32_t *w)
+{
+    const UF_T *src = (const UF_T *)row + c0;
+    UF_UNROLL for (int q = 0; q < UF_UNIT_WORDS; q += 4)
+        UF_LOAD16(&w[q], src + q * 4 / (int)sizeof(UF_T));
+}
+
+UF_FN void UF_VNAME(uf_unit_store_whole)(void *row, int64_t c0, const uint32_t *w)
+{
+    UF_T *dst = (UF_T *)row + c0;
+    UF_UNROLL for (int q = 0; q < UF_UNIT_WORDS; q += 4)
+        UF_STORE16(dst + q * 4 / (int)sizeof(UF_T), &w[q]);
+}
+
 /* Stored words <-> compute values of one unit. */
 UF_FN void UF_VNAME(uf_unit_unpack)(const uint32_t *w, UF_ACC *v)
 {

@@ -12,7 +12,7 @@
 
 typedef uf_status (*uf_norm_launcher)(const uf_launch *, const uf_norm_args *);
 
-enum { PASS_FWD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
+enum { PASS_FWD, PASS_FWD_HELD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
 
 /* Indexed [pass][dtype - 1][vectorised]. */
 #define UF_NORM_ROW(pass, dt, vec)                                                                 \
@@ -24,8 +24,9 @@ enum { PASS_FWD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
         UF_NORM_ROW(pass, f32, 4), UF_NORM_ROW(pass, f16, 8), UF_NORM_ROW(pass, bf16, 8),          \
             UF_NORM_ROW(pass, f64, 2)                                                              \
     }
-static const uf_norm_launcher launchers[4][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(bwd),
-                                                    UF_NORM_PASS(bwd_fused), UF_NORM_PASS(cols)};
+static const uf_norm_launcher launchers[5][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(fwd_held),
+                                                    UF_NORM_PASS(bwd), UF_NORM_PASS(bwd_fused),
+                                                    UF_NORM_PASS(cols)};
 
 /* Byte sizes of one call's operands. */
 typedef struct sizes {
@@ -99,12 +100,36 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
     return 1;
 }
 
+/* Element sizes up to which the forward holds rows that fit in registers
+ * (uf_norm_fwd_held) rather than reading them twice (0: never; for
+ * measuring one against the other). */
+#ifndef UF_NORM_HELD_BYTES
+#define UF_NORM_HELD_BYTES 4
+#endif
+
+/* Rows of whole units: with 16-byte access allowed, the forward then
+ * needs no per-unit tests. */
+static int whole_units(int64_t cols)
+{
+    return cols % UF_ACT_UNIT == 0;
+}
+
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0};
     const uf_status st = plan_rows(a, &l);
-    return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
+    if (st != UF_OK)
+        return st;
+    /* fp32 rows that hold a block of more than 256 threads without a
+     * residual: the kernel that reads twice, at half the registers, keeps
+     * two blocks per multiprocessor and was faster on the H200. */
+    const size_t es = uf_dtype_size(desc->dtype);
+    const int held = a->whole && es <= UF_NORM_HELD_BYTES &&
+                     (int64_t)a->group * UF_NORM_UNITS * UF_ACT_UNIT >= a->cols &&
+                     l.threads <= UF_NORM_HELD_THREADS &&
+                     (es <= 2 || a->residual || l.threads <= UF_NORM_HELD_THREADS / 2);
+    return launchers[held ? PASS_FWD_HELD : PASS_FWD][desc->dtype - 1][a->vec](&l, a);
 }
 
 /* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS
@@ -249,6 +274,7 @@ uf_status uf_norm_forward(const uf_norm_desc *desc, const void *x, const void *r
     }
     const void *ptrs[] = {x, a.residual, a.weight, a.bias, y, h_out};
     a.vec = vec_ok(desc, ptrs, 6);
+    a.whole = a.vec && whole_units(desc->cols);
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

@@ -289,6 +289,54 @@ static void deterministic_column_sums(void **state)
     }
 }
 
+/* y over x (and over the residual) gives the bits of y written apart: rows
+ * of whole aligned units (read once, held) and rows with a tail (read
+ * twice), with and without weight and bias. */
+static void forward_in_place(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t shapes[][2] = {{67, 768}, {9, 1000}, {5, 16384}, {7, 771}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+        for (size_t d = 0; d < NDTYPES; ++d)
+            for (int v = 0; v < 3; ++v) {
+                const int64_t rows = shapes[s][0], cols = shapes[s][1];
+                const size_t n = (size_t)(rows * cols), es = uf_dtype_size(dtypes[d]);
+                const uf_norm_desc desc = {UF_NORM_LAYER, dtypes[d], rows,   cols,
+                                           1e-5,          v != 1,    v != 1, v == 2};
+                double *x = values(n, -2, 2, 20 + s, dtypes[d]);
+                double *r = values(n, -1, 1, 30 + s, dtypes[d]);
+                double *w = values((size_t)cols, 0.5, 1.5, 40, dtypes[d]);
+                void *bx, *br, *bw, *by, *bx2;
+                void *gx = th_upload(x, n, dtypes[d], 0, &bx),
+                     *gr = th_upload(r, n, dtypes[d], 0, &br);
+                void *gw = th_upload(w, (size_t)cols, dtypes[d], 0, &bw);
+                void *gy = th_upload(x, n, dtypes[d], 0, &by);
+                void *gx2 = th_upload(x, n, dtypes[d], 0, &bx2);
+                /* apart: y; in place: over x, or over the residual when added */
+                assert_int_equal(uf_norm_forward(&desc, gx, gr, gw, gw, gy, NULL, NULL, NULL, NULL),
+                                 UF_OK);
+                void *over = desc.add_residual ? gr : gx2;
+                assert_int_equal(
+                    uf_norm_forward(&desc, gx2, gr, gw, gw, over, NULL, NULL, NULL, NULL), UF_OK);
+                unsigned char *apart = th_malloc(n * es), *inplace = th_malloc(n * es);
+                assert_int_equal(uf_device_synchronize(), UF_OK);
+                assert_int_equal(uf_memcpy(apart, gy, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
+                assert_int_equal(uf_memcpy(inplace, over, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
+                assert_memory_equal(apart, inplace, n * es);
+                free(apart);
+                free(inplace);
+                free(x);
+                free(r);
+                free(w);
+                uf_free(bx);
+                uf_free(br);
+                uf_free(bw);
+                uf_free(by);
+                uf_free(bx2);
+            }
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -363,6 +411,7 @@ int main(void)
         cmocka_unit_test(shapes_and_options),
         cmocka_unit_test(constant_rows_and_large_offset),
         cmocka_unit_test(deterministic_column_sums),
+        cmocka_unit_test(forward_in_place),
         cmocka_unit_test(statuses),
     };
     return TH_RUN("norm", tests);

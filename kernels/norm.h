@@ -224,7 +224,7 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
  * the same reason. Same arithmetic as uf_norm_fwd. */
 
 /* Column of thread `lane`'s unit k, and the column it reads there. */
-#define UF_NORM_HELD_COL(k, lane) (((int64_t)(k)*a->group + (lane)) * UF_ACT_UNIT)
+#define UF_NORM_HELD_COL(a_, k, lane) (((int64_t)(k) * (a_)->group + (lane)) * UF_ACT_UNIT)
 #define UF_NORM_HELD_READ(c0) ((c0) < a->cols ? (c0) : a->cols - UF_ACT_UNIT)
 
 /* Loads `lane`'s units of x (and of the residual) into xw (rw). */
@@ -232,11 +232,11 @@ UF_FN void UF_VNAME(uf_norm_held_load)(const uf_norm_args *a, int64_t base, int 
                                        uint32_t *rw)
 {
     UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
-        (const UF_T *)a->x + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(k, lane)),
+        (const UF_T *)a->x + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)),
         &xw[k * UF_UNIT_WORDS]);
     if (a->residual)
         UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
-            (const UF_T *)a->residual + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(k, lane)),
+            (const UF_T *)a->residual + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)),
             &rw[k * UF_UNIT_WORDS]);
 }
 
@@ -249,7 +249,7 @@ UF_FN void UF_VNAME(uf_norm_held_out)(const uf_norm_args *a, int64_t base, int l
     const void *wv = a->weight ? a->weight : own, *bv = a->bias ? a->bias : own;
     UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
     {
-        const int64_t c0 = UF_NORM_HELD_COL(k, lane);
+        const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
         uint32_t vw[UF_UNIT_WORDS];
         UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], b[UF_ACT_UNIT];
         UF_VNAME(uf_unit_load_whole)(wv, UF_NORM_HELD_READ(c0), vw);
@@ -290,8 +290,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THRE
                     p = UF_VNAME(uf_norm_pivot)(&a, base);
                 UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
                 {
-                    const int64_t c0 = ((int64_t)k * a.group + lane) * UF_ACT_UNIT;
-                    if (c0 >= a.cols)
+                    if (UF_NORM_HELD_COL(&a, k, lane) >= a.cols)
                         continue;
                     UF_ACC h[UF_ACT_UNIT];
                     UF_VNAME(uf_norm_held_h)

@@ -8,7 +8,8 @@
  * P a polynomial of degree 7 fitted (weighted least squares iterated
  * towards minimax, float64, on z in [0, 13.2] where Phi(-z) is a normal
  * fp32 number) to the relative error of Phi(-z): at most 8.4e-8 before
- * rounding (docs/normal_cdf_fit.py refits them). Phi(x) is then Phi(-z) for x <= 0 and 1 - Phi(-z) for x > 0.
+ * rounding (docs/normal_cdf_fit.py refits them). Phi(x) is then Phi(-z)
+ * for x <= 0 and 1 - Phi(-z) for x > 0.
  * This costs one exp, one reciprocal and eight multiply-adds, where
  * 0.5 * (1 + erff(x / sqrt 2)) costs erff's two polynomials and the selects
  * between them (27 instructions per element on the H200, most of the f16

@@ -107,13 +107,6 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
 #define UF_NORM_HELD_BYTES 4
 #endif
 
-/* Rows of whole units: with 16-byte access allowed, the forward then
- * needs no per-unit tests. */
-static int whole_units(int64_t cols)
-{
-    return cols % UF_ACT_UNIT == 0;
-}
-
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
 {
@@ -274,7 +267,8 @@ uf_status uf_norm_forward(const uf_norm_desc *desc, const void *x, const void *r
     }
     const void *ptrs[] = {x, a.residual, a.weight, a.bias, y, h_out};
     a.vec = vec_ok(desc, ptrs, 6);
-    a.whole = a.vec && whole_units(desc->cols);
+    /* rows of whole units, 16-byte access allowed: no per-unit tests */
+    a.whole = a.vec && desc->cols % UF_ACT_UNIT == 0;
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

@@ -43,37 +43,84 @@ UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args
     return r;
 }
 
-/* Logits x * scale + mask of the UF_VEC keys from j0 (all inside the row),
- * -inf where hidden. Branches are per access, not per key. */
-UF_FN void UF_VNAME(uf_softmax_load_logits)(const uf_softmax_args *a,
-                                            const UF_VNAME(uf_softmax_row) * r, int64_t j0,
-                                            UF_ACC *z)
+/* One access's inputs as loaded: UF_VEC keys of x and of the mask. Kept
+ * apart from the arithmetic so that a thread can issue all its loads before
+ * it waits for any (uf_softmax_fwd_reg*). */
+typedef struct UF_VNAME(uf_softmax_held) {
+    UF_HELD x[UF_HELD_N];
+    UF_HELD m[UF_HELD_N];     /* UF_MASK_ADD_SAME */
+    float mf[UF_VEC];         /* UF_MASK_ADD_F32 */
+    unsigned char mb[UF_VEC]; /* UF_MASK_BOOL */
+} UF_VNAME(uf_softmax_held);
+
+/* Loads the UF_VEC keys from j (all inside the row); `kind` is the mask
+ * kind, a constant where the caller wants code without its branch. */
+UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
+                                     UF_VNAME(uf_softmax_held) * h)
 {
-    UF_LOADV(z, r->x, j0);
+    UF_HOLDV(h->x, r->x, j);
+    if (kind == UF_MASK_ADD_SAME)
+        UF_HOLDV(h->m, (const UF_T *)r->mask, j);
+    else if (kind == UF_MASK_ADD_F32)
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) h->mf[e] = ((const float *)r->mask)[j + e];
+    else if (kind == UF_MASK_BOOL)
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) h->mb[e] =
+            ((const unsigned char *)r->mask)[j + e];
+}
+
+/* Logits x * scale + mask of the held keys from j0, -inf where hidden. */
+UF_FN void UF_VNAME(uf_softmax_logits)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j0,
+                                       const UF_VNAME(uf_softmax_held) * h, UF_ACC *z)
+{
+    UF_HELD_TO_ACC(z, h->x);
     UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] *= r->scale;
-    switch (a->mask_kind) {
-    case UF_MASK_ADD_SAME: {
+    if (kind == UF_MASK_ADD_SAME) {
         UF_ACC m[UF_VEC];
-        UF_LOADV(m, (const UF_T *)r->mask, j0);
+        UF_HELD_TO_ACC(m, h->m);
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] += m[e];
-        break;
-    }
-    case UF_MASK_ADD_F32: {
-        const float *m = (const float *)r->mask + j0;
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] += (UF_ACC)m[e];
-        break;
-    }
-    case UF_MASK_BOOL: {
-        const unsigned char *m = (const unsigned char *)r->mask + j0;
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = m[e] ? (UF_ACC)-INFINITY : z[e];
-        break;
-    }
-    default:
-        break;
+    } else if (kind == UF_MASK_ADD_F32) {
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] += (UF_ACC)h->mf[e];
+    } else if (kind == UF_MASK_BOOL) {
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = h->mb[e] ? (UF_ACC)-INFINITY : z[e];
     }
     const int64_t visible = r->last_key - j0; /* z[e] is visible while e <= visible */
     if (visible < UF_VEC - 1)
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = e > visible ? (UF_ACC)-INFINITY : z[e];
+}
+
+/* Calls fn(kind, ...) with the mask kind as a constant, so that each kind's
+ * copy of the code has none of the others' branches between its loads. */
+#define UF_SOFTMAX_BY_KIND(kind, fn, ...)                                                          \
+    switch (kind) {                                                                                \
+    case UF_MASK_ADD_SAME:                                                                         \
+        fn(UF_MASK_ADD_SAME, __VA_ARGS__);                                                         \
+        break;                                                                                     \
+    case UF_MASK_ADD_F32:                                                                          \
+        fn(UF_MASK_ADD_F32, __VA_ARGS__);                                                          \
+        break;                                                                                     \
+    case UF_MASK_BOOL:                                                                             \
+        fn(UF_MASK_BOOL, __VA_ARGS__);                                                             \
+        break;                                                                                     \
+    default:                                                                                       \
+        fn(UF_MASK_NONE, __VA_ARGS__);                                                             \
+        break;                                                                                     \
+    }
+
+/* Both steps for one access. */
+UF_FN void UF_VNAME(uf_softmax_load_as)(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t j0,
+                                        UF_ACC *z)
+{
+    UF_VNAME(uf_softmax_held) h;
+    UF_VNAME(uf_softmax_hold)(r, kind, j0, &h);
+    UF_VNAME(uf_softmax_logits)(r, kind, j0, &h, z);
+}
+
+/* The same, for loops that take one access at a time. */
+UF_FN void UF_VNAME(uf_softmax_load_logits)(const uf_softmax_args *a,
+                                            const UF_VNAME(uf_softmax_row) * r, int64_t j0,
+                                            UF_ACC *z)
+{
+    UF_SOFTMAX_BY_KIND(a->mask_kind, UF_VNAME(uf_softmax_load_as), r, j0, z)
 }
 
 /* The subtrahend that keeps exp finite-or-zero when every key is hidden. */
@@ -146,14 +193,18 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
  * registers). */
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_logits)
 #include "kernels/softmax_forward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_wide)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_wide_logits)
 #include "kernels/softmax_forward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {
@@ -230,5 +281,6 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 }
 
 #undef UF_MAX_REF
+#undef UF_SOFTMAX_BY_KIND
 #undef UF_SOFTMAX_COMBINE
 #include "kernels/dtype_unbind.h"

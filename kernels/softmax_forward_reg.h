@@ -6,6 +6,37 @@
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 
+/* The thread's UF_REG_N logits of its row, every load issued before any
+ * arithmetic so that they are in flight together (a test per access would
+ * keep one at a time). An access past the row's end reads the row's first
+ * keys instead; it is past last_key, so its logits come out -inf. */
+UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t sk, int group,
+                         int lane, UF_ACC *v)
+{
+    UF_VNAME(uf_softmax_held) h[UF_REG_NV];
+    /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
+     * addresses would not fit in registers beside the held values. */
+    const int at_once = UF_VEC > 1;
+    UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+    {
+        const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+        if (at_once) {
+            UF_VNAME(uf_softmax_hold)(r, kind, j0 < sk ? j0 : 0, &h[k]);
+        } else if (j0 < sk) {
+            UF_VNAME(uf_softmax_hold)(r, kind, j0, &h[k]);
+            UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
+        } else {
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) v[k * UF_VEC + e] = (UF_ACC)-INFINITY;
+        }
+    }
+    if (at_once)
+        UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+        {
+            const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+            UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
+        }
+}
+
 UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 {
     const int group = a.group;
@@ -19,17 +50,9 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const int lane = t % group;
             const UF_VNAME(uf_softmax_row) r =
                 UF_VNAME(uf_softmax_row_at)(&a, row < a.rows ? row : 0);
+            UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, UF_X(v))
             UF_ACC mt = (UF_ACC)-INFINITY;
-            UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
-            {
-                UF_ACC *z = &UF_X(v)[k * UF_VEC];
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
-                if (row < a.rows && j0 < a.sk)
-                    UF_VNAME(uf_softmax_load_logits)(&a, &r, j0, z);
-                else
-                    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = (UF_ACC)-INFINITY;
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) mt = z[e] > mt ? z[e] : mt;
-            }
+            UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) mt = UF_X(v)[i] > mt ? UF_X(v)[i] : mt;
             UF_X(m) = mt;
         }
         if (group <= UF_WARP)

@@ -202,13 +202,14 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     /* 16-bit rows take the wide register path (twice the row per thread:
      * half the threads and reduction steps per element, 64 bytes of loads in
      * flight per thread) where it measured faster on the H200: a forward row
-     * longer than a warp's registers (S = 1024 to 4096: +0 to +4 points of
-     * copy bandwidth, S = 16384: +17; shorter rows lost 3 to 7, f32 rows 1
-     * to 12), a backward row that needs more than half the largest block
-     * but no more than all of it (S = 16384: 89 -> 102%; S = 1024 to 4096
-     * lost up to 1 point). */
+     * that needs more than 4 threads at the narrow share (S >= 128; with a
+     * mask or the causal rule S = 128 to 512 gained 10 to 18 points of copy
+     * bandwidth, S >= 1024 up to 40; S = 16 and 32 lost up to 25), a
+     * backward row that needs more than half the largest block but no more
+     * than all of it (S = 16384: 89 -> 102%; S = 1024 to 4096 lost up to 1
+     * point). */
     const int wide = esize <= UF_SOFTMAX_WIDE_MAX_ESIZE &&
-                     (backward ? 2 * need > max_threads && need <= max_threads : need > warp);
+                     (backward ? 2 * need > max_threads && need <= max_threads : need > 4);
     if (wide) {
         per_thread = (UF_SOFTMAX_WIDE_BYTES / acc_size) / width;
         need = (accesses + per_thread - 1) / per_thread;
@@ -225,12 +226,11 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         return paths[reg_path](&l, a);
     }
-    const int stream_ok = a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
-                          a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors;
-    /* The forward with a row across more than half the largest block is
-     * faster streamed (its second read hits L2) than held by one block whose
-     * barriers stall the whole multiprocessor. */
-    if (need <= max_threads && (backward || !stream_ok || 2 * need <= max_threads)) {
+    /* A row that fits a block's registers stays there, whatever its length:
+     * with every load of a thread in flight together (softmax_forward_reg.h)
+     * an f32 row of 16384 held by 1024 threads measured 80 -> 98% of copy
+     * bandwidth with a mask and +0 to +2 without, against streaming it. */
+    if (need <= max_threads) {
         /* A block per row, the row still in registers. */
         l.threads = (int)((need + warp - 1) / warp * warp);
         a->group = l.threads;
@@ -240,6 +240,8 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     }
     l.threads = max_threads;
     a->group = l.threads;
+    const int stream_ok = a->sk * esize <= UF_STREAM_MAX_ROW_BYTES &&
+                          a->rows >= (int64_t)UF_STREAM_MIN_ROWS_PER_MP * lim.multiprocessors;
     if (stream_ok) {
         l.blocks = a->rows;
         return paths[PATH_STREAM](&l, a);

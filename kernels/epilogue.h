@@ -16,6 +16,8 @@
 #include "kernels/column_sums.h"
 #include "kernels/row_access.h"
 
+#define UF_EPI_ROWS UF_EPI_ROWS_OF((int)sizeof(UF_T))
+
 /* The row-independent operands of a unit: bias and scale vectors (ROW), or
  * the constants standing in for them. */
 UF_FN void UF_VNAME(uf_epi_row_operands)(const uf_epilogue_args *a, int64_t c0, UF_ACC *b,
@@ -74,6 +76,54 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(const uf_epilogue_args *a, int drop, int64_
     }
 }
 
+/* uf_epi_fwd_rows for rows of whole, aligned units (uf_epilogue_args.whole):
+ * UF_EPI_ROWS rows at a time, every load of them issued first and without
+ * a test (a row past r_end reads the current row again and is not
+ * stored), units waiting as stored. */
+UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(const uf_epilogue_args *a, int drop, int64_t r,
+                                           int64_t r_end, int64_t step, int64_t c0,
+                                           const UF_ACC *bias, const UF_ACC *scale)
+{
+    const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    const int full_bias = a->bias_kind == UF_OPERAND_FULL;
+    const int full_res = a->residual_kind == UF_OPERAND_FULL;
+    for (; r < r_end; r += UF_EPI_ROWS * step) {
+        uint32_t xw[UF_EPI_ROWS][UF_UNIT_WORDS], bw[UF_EPI_ROWS][UF_UNIT_WORDS],
+            rw[UF_EPI_ROWS][UF_UNIT_WORDS];
+        UF_UNROLL for (int i = 0; i < UF_EPI_ROWS; ++i)
+        {
+            const int64_t ri = r + i * step < r_end ? r + i * step : r;
+            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->x + ri * a->cols, c0, xw[i]);
+            if (full_bias)
+                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->bias + ri * a->cols, c0, bw[i]);
+            if (full_res)
+                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->residual + ri * a->cols, c0, rw[i]);
+        }
+        UF_UNROLL for (int i = 0; i < UF_EPI_ROWS; ++i)
+        {
+            /* A row past r_end is computed from the row it read and not
+             * stored: no branch out of the unrolled loop. */
+            const int64_t ri = r + i * step;
+            UF_ACC v[UF_ACT_UNIT], t[UF_ACT_UNIT];
+            UF_VNAME(uf_unit_unpack)(xw[i], v);
+            if (full_bias)
+                UF_VNAME(uf_unit_unpack)(bw[i], t);
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += full_bias ? t[e] : bias[e];
+            UF_ACT_APPLY(a->kind, 0, p0, p1, v);
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
+            if (drop)
+                UF_VNAME(uf_epi_drop)(a, ri, c0, v);
+            if (full_res) {
+                UF_VNAME(uf_unit_unpack)(rw[i], t);
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += t[e];
+            }
+            UF_VNAME(uf_unit_pack)(v, xw[i]);
+            if (ri < r_end)
+                UF_VNAME(uf_unit_store_whole)((UF_T *)a->out + ri * a->cols, c0, xw[i]);
+        }
+    }
+}
+
 UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_FWD_BLOCKS)
 {
     UF_BLOCKS (blk) {
@@ -87,10 +137,15 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
                 continue;
             UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];
             UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);
-            if (a.threshold != 0)
-                UF_VNAME(uf_epi_fwd_rows)(&a, 1, r0, r_end, UF_NTHREADS / a.tpr, c0, bias, scale);
+            const int64_t step = UF_NTHREADS / a.tpr;
+            if (UF_VEC > 1 && a.whole && a.threshold != 0)
+                UF_VNAME(uf_epi_fwd_rows_whole)(&a, 1, r0, r_end, step, c0, bias, scale);
+            else if (UF_VEC > 1 && a.whole)
+                UF_VNAME(uf_epi_fwd_rows_whole)(&a, 0, r0, r_end, step, c0, bias, scale);
+            else if (a.threshold != 0)
+                UF_VNAME(uf_epi_fwd_rows)(&a, 1, r0, r_end, step, c0, bias, scale);
             else
-                UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, UF_NTHREADS / a.tpr, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, step, c0, bias, scale);
         }
     }
 }
@@ -169,4 +224,5 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
 }
 
 #undef UF_ACT_APPLY
+#undef UF_EPI_ROWS
 #include "kernels/dtype_unbind.h"

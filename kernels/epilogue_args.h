@@ -12,7 +12,12 @@
 /* Blocks of UF_COLSUM_THREADS threads each multiprocessor should hold; the
  * register budget per thread follows (CUDA: 65536 / (256 * 4) = 64). */
 #ifndef UF_EPI_FWD_BLOCKS
-#define UF_EPI_FWD_BLOCKS 4
+#define UF_EPI_FWD_BLOCKS 2
+#endif
+/* Rows a forward thread loads at once where rows are whole aligned units,
+ * by element size: 64 bytes of each tensor in flight per thread. */
+#ifndef UF_EPI_ROWS_OF
+#define UF_EPI_ROWS_OF(bytes) (8 / (bytes))
 #endif
 #ifndef UF_EPI_BWD_BLOCKS
 #define UF_EPI_BWD_BLOCKS 4
@@ -36,7 +41,8 @@ typedef struct uf_epilogue_args {
     int64_t col_tiles;  /* column tiles of tpr * UF_ACT_UNIT columns */
     int64_t chunk_rows; /* rows per chunk */
     int64_t nchunks;
-    int vec; /* rows start 16-byte aligned for every full-tensor pointer */
+    int vec;   /* rows start 16-byte aligned for every full-tensor pointer */
+    int whole; /* vec, and rows of whole units (forward: no per-unit tests) */
 } uf_epilogue_args;
 
 #define UF_EPI_DECLARE_ONE(pass, dt, vec)                                                          \

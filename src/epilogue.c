@@ -83,6 +83,11 @@ static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
     return 1;
 }
 
+/* 0 keeps every forward on the tested per-unit loads (for A/B runs). */
+#ifndef UF_EPI_WHOLE
+#define UF_EPI_WHOLE 1
+#endif
+
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a, uf_stream stream)
 {
@@ -146,6 +151,7 @@ uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_des
         return UF_ERR_ALIAS;
     const void *ptrs[] = {x, y, a.bias, a.scale, a.residual};
     a.vec = vec_ok(desc, ptrs, 5);
+    a.whole = UF_EPI_WHOLE && a.vec && a.cols % UF_ACT_UNIT == 0;
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

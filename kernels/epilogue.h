@@ -17,6 +17,7 @@
 #include "kernels/row_access.h"
 
 #define UF_EPI_ROWS UF_EPI_ROWS_OF((int)sizeof(UF_T))
+#define UF_EPI_BWD_ROWS UF_EPI_BWD_ROWS_OF((int)sizeof(UF_T))
 
 /* The row-independent operands of a unit: bias and scale vectors (ROW), or
  * the constants standing in for them. */
@@ -150,9 +151,126 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
     }
 }
 
+/* Writes a unit of one of the backward's outputs: without tests where
+ * rows are whole aligned units (`whole`, a constant at each call). */
+UF_FN void UF_VNAME(uf_epi_bwd_store)(const uf_epilogue_args *a, void *out, int64_t r, int64_t c0,
+                                      int whole, UF_ACC *v)
+{
+    UF_T *row = (UF_T *)out + r * a->cols;
+    if (whole) {
+        uint32_t w[UF_UNIT_WORDS];
+        UF_VNAME(uf_unit_pack)(v, w);
+        UF_VNAME(uf_unit_store_whole)(row, c0, w);
+    } else {
+        UF_VNAME(uf_row_store)(row, c0, a->cols, a->vec, v);
+    }
+}
+
+/* The backward of row r's unit at c0 from z = x + bias (needed only by a
+ * non-identity act' and by dscale) and g = dy: writes dresidual, dx and a
+ * full dbias, and adds to the thread's column sums db and ds. */
+UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int whole, int64_t r,
+                                     int64_t c0, const UF_ACC *scale, UF_ACC *z, UF_ACC *g,
+                                     UF_ACC *db, UF_ACC *ds)
+{
+    const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    if (a->dresidual)
+        UF_VNAME(uf_epi_bwd_store)(a, a->dresidual, r, c0, whole, g);
+    UF_VNAME(uf_epi_drop)(a, r, c0, g);
+    if (need_act) {
+        UF_ACC t[UF_ACT_UNIT];
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) t[e] = z[e];
+        UF_ACT_APPLY(a->kind, 0, p0, p1, t);
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * t[e];
+    }
+    /* The identity's derivative is 1 even where z is NaN (z is loaded only
+     * when dscale is asked for; dx must not depend on that). */
+    if (a->kind == UF_ACT_IDENTITY) {
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
+    } else {
+        UF_ACT_APPLY(a->kind, 1, p0, p1, z);
+    }
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+    {
+        g[e] *= scale[e] * z[e];
+        db[e] += g[e];
+    }
+    UF_VNAME(uf_epi_bwd_store)(a, a->out, r, c0, whole, g);
+    if (a->dbias)
+        UF_VNAME(uf_epi_bwd_store)(a, a->dbias, r, c0, whole, g);
+}
+
+/* The backward over one thread's rows r, r + step, ... below r_end at
+ * columns c0 .. c0 + 7, each access tested (tails, unaligned rows). */
+UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, int needs_z,
+                                     int64_t r, int64_t r_end, int64_t step, int64_t c0,
+                                     const UF_ACC *bias, const UF_ACC *scale, UF_ACC *db,
+                                     UF_ACC *ds)
+{
+    for (; r < r_end; r += step) {
+        const int64_t base = r * a->cols;
+        UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], t[UF_ACT_UNIT];
+        if (needs_z)
+            UF_VNAME(uf_row_load)((const UF_T *)a->x + base, c0, a->cols, a->vec, z);
+        else
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
+        if (!needs_z) {
+            /* identity without a row scale: z is not needed */
+        } else if (a->bias_kind == UF_OPERAND_FULL) {
+            UF_VNAME(uf_row_load)((const UF_T *)a->bias + base, c0, a->cols, a->vec, t);
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += t[e];
+        } else {
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
+        }
+        UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, g);
+        UF_VNAME(uf_epi_bwd_unit)(a, need_act, 0, r, c0, scale, z, g, db, ds);
+    }
+}
+
+/* The backward over one thread's rows r, r + step, ... below r_end where
+ * rows are whole aligned units: UF_EPI_BWD_ROWS rows at a time, every load of
+ * them issued first without a test (a row past r_end reads row r again and
+ * is skipped after the loads). */
+UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_act, int needs_z,
+                                           int64_t r, int64_t r_end, int64_t step, int64_t c0,
+                                           const UF_ACC *bias, const UF_ACC *scale, UF_ACC *db,
+                                           UF_ACC *ds)
+{
+    const int full_bias = needs_z && a->bias_kind == UF_OPERAND_FULL;
+    for (; r < r_end; r += UF_EPI_BWD_ROWS * step) {
+        uint32_t xw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS], bw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS],
+            gw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS];
+        UF_UNROLL for (int i = 0; i < UF_EPI_BWD_ROWS; ++i)
+        {
+            const int64_t base = (r + i * step < r_end ? r + i * step : r) * a->cols;
+            if (needs_z)
+                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->x + base, c0, xw[i]);
+            if (full_bias)
+                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->bias + base, c0, bw[i]);
+            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->dy + base, c0, gw[i]);
+        }
+        UF_UNROLL for (int i = 0; i < UF_EPI_BWD_ROWS; ++i)
+        {
+            const int64_t ri = r + i * step;
+            if (ri >= r_end)
+                continue;
+            UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], t[UF_ACT_UNIT];
+            if (needs_z)
+                UF_VNAME(uf_unit_unpack)(xw[i], z);
+            else
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
+            if (full_bias)
+                UF_VNAME(uf_unit_unpack)(bw[i], t);
+            if (needs_z)
+                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
+            UF_VNAME(uf_unit_unpack)(gw[i], g);
+            UF_VNAME(uf_epi_bwd_unit)(a, need_act, 1, ri, c0, scale, z, g, db, ds);
+        }
+    }
+}
+
 UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_BWD_BLOCKS)
 {
-    const UF_ACC p0 = (UF_ACC)a.param[0], p1 = (UF_ACC)a.param[1];
     const int need_act = a.scale_kind == UF_OPERAND_ROW && a.partial;
     /* z = x + bias feeds act' and, for dscale, act: the identity's
      * derivative needs neither, so x and a full bias are not read. */
@@ -165,50 +283,18 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
             const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
             const int64_t r_end =
                 (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
+            const int64_t r0 = chunk * a.chunk_rows + t / a.tpr, step = UF_NTHREADS / a.tpr;
             UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT], db[UF_ACT_UNIT], ds[UF_ACT_UNIT];
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) db[e] = ds[e] = 0;
             UF_VNAME(uf_epi_row_operands)(&a, c0 < a.cols ? c0 : 0, bias, scale);
-            for (int64_t r = chunk * a.chunk_rows + t / a.tpr; c0 < a.cols && r < r_end;
-                 r += UF_NTHREADS / a.tpr) {
-                const int64_t base = r * a.cols;
-                UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], tmp[UF_ACT_UNIT];
-                if (needs_z)
-                    UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, z);
-                else
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
-                if (!needs_z) {
-                    /* identity without a row scale: z is not needed */
-                } else if (a.bias_kind == UF_OPERAND_FULL) {
-                    UF_VNAME(uf_row_load)((const UF_T *)a.bias + base, c0, a.cols, a.vec, tmp);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += tmp[e];
-                } else {
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
-                }
-                UF_VNAME(uf_row_load)((const UF_T *)a.dy + base, c0, a.cols, a.vec, g);
-                if (a.dresidual)
-                    UF_VNAME(uf_row_store)((UF_T *)a.dresidual + base, c0, a.cols, a.vec, g);
-                UF_VNAME(uf_epi_drop)(&a, r, c0, g);
-                if (need_act) {
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) tmp[e] = z[e];
-                    UF_ACT_APPLY(a.kind, 0, p0, p1, tmp);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * tmp[e];
-                }
-                /* The identity's derivative is 1 even where z is NaN (z is
-                 * loaded only when dscale is asked for; dx must not depend
-                 * on that). */
-                if (a.kind == UF_ACT_IDENTITY) {
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
-                } else {
-                    UF_ACT_APPLY(a.kind, 1, p0, p1, z);
-                }
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                {
-                    g[e] *= scale[e] * z[e];
-                    db[e] += g[e];
-                }
-                UF_VNAME(uf_row_store)((UF_T *)a.out + base, c0, a.cols, a.vec, g);
-                if (a.dbias)
-                    UF_VNAME(uf_row_store)((UF_T *)a.dbias + base, c0, a.cols, a.vec, g);
+            if (c0 >= a.cols) {
+                /* a thread past the last column tile adds zeros */
+            } else if (UF_VEC > 1 && a.whole) {
+                UF_VNAME(uf_epi_bwd_rows_whole)
+                (&a, need_act, needs_z, r0, r_end, step, c0, bias, scale, db, ds);
+            } else {
+                UF_VNAME(uf_epi_bwd_rows)
+                (&a, need_act, needs_z, r0, r_end, step, c0, bias, scale, db, ds);
             }
             UF_VNAME(uf_colsum_publish)(sums, t, db, ds);
         }
@@ -225,4 +311,5 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
 
 #undef UF_ACT_APPLY
 #undef UF_EPI_ROWS
+#undef UF_EPI_BWD_ROWS
 #include "kernels/dtype_unbind.h"

@@ -10,17 +10,24 @@
 #include "kernels/column_sums_args.h"
 
 /* Blocks of UF_COLSUM_THREADS threads each multiprocessor should hold; the
- * register budget per thread follows (CUDA: 65536 / (256 * 4) = 64). */
+ * register budget per thread follows (CUDA: 65536 / (256 * 2) = 128). At 4
+ * blocks (64 registers) both kernels spilled 40-140 bytes on the H200's
+ * build, and the whole-unit loads below spilled 300-800. */
 #ifndef UF_EPI_FWD_BLOCKS
 #define UF_EPI_FWD_BLOCKS 2
+#endif
+#ifndef UF_EPI_BWD_BLOCKS
+#define UF_EPI_BWD_BLOCKS 2
 #endif
 /* Rows a forward thread loads at once where rows are whole aligned units,
  * by element size: 64 bytes of each tensor in flight per thread. */
 #ifndef UF_EPI_ROWS_OF
 #define UF_EPI_ROWS_OF(bytes) (8 / (bytes))
 #endif
-#ifndef UF_EPI_BWD_BLOCKS
-#define UF_EPI_BWD_BLOCKS 4
+/* The same for the backward, which keeps its column sums beside them: two
+ * 16-bit rows, one fp32 row (two spilled 120 bytes). */
+#ifndef UF_EPI_BWD_ROWS_OF
+#define UF_EPI_BWD_ROWS_OF(bytes) ((bytes) >= 4 ? 1 : 4 / (bytes))
 #endif
 
 typedef struct uf_epilogue_args {

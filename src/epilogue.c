@@ -207,6 +207,7 @@ uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_de
     a.dresidual = dr;
     const void *ptrs[] = {x, dy, dx, a.bias, a.scale, a.dbias, dr};
     a.vec = vec_ok(desc, ptrs, 7);
+    a.whole = UF_EPI_WHOLE && a.vec && a.cols % UF_ACT_UNIT == 0;
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

@@ -49,7 +49,7 @@ typedef struct uf_epilogue_args {
     int64_t chunk_rows; /* rows per chunk */
     int64_t nchunks;
     int vec;   /* rows start 16-byte aligned for every full-tensor pointer */
-    int whole; /* vec, and rows of whole units (forward: no per-unit tests) */
+    int whole; /* vec, and rows of whole units: no per-unit tests */
 } uf_epilogue_args;
 
 #define UF_EPI_DECLARE_ONE(pass, dt, vec)                                                          \

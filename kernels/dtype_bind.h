@@ -10,6 +10,8 @@
  *   UF_HELD, UF_HELD_N, UF_HOLDV(h, p, i), UF_HELD_TO_ACC(dst, h): one access
  *               kept until used (UF_HELD_N values of type UF_HELD): as loaded
  *               where the layer sets UF_HOLD_AS_LOADED, else converted
+ *   UF_HOLDV_KEEP(h, p, i): UF_HOLDV for data other threads read again
+ *               (the layer's UF_LOAD16_KEEP cache policy)
  * dtype_unbind.h removes them again before the next instantiation.
  */
 #ifndef UF_DT
@@ -112,6 +114,7 @@
 #define UF_HELD UF_ACC
 #define UF_HELD_N UF_VEC
 #define UF_HOLDV(h, p, i) UF_LOADV(h, p, i)
+#define UF_HOLDV_KEEP(h, p, i) UF_LOADV(h, p, i)
 #define UF_HELD_TO_ACC(dst, h)                                                                     \
     do {                                                                                           \
         UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] = (h)[uf_k_];           \
@@ -122,6 +125,7 @@
 #define UF_HELD uint32_t
 #define UF_HELD_N 4
 #define UF_HOLDV(h, p, i) UF_LOAD16((h), (p) + (i))
+#define UF_HOLDV_KEEP(h, p, i) UF_LOAD16_KEEP((h), (p) + (i))
 #if UF_PAIRED
 #define UF_HELD_TO_ACC(dst, h)                                                                     \
     do {                                                                                           \

@@ -16,4 +16,5 @@
 #undef UF_HELD
 #undef UF_HELD_N
 #undef UF_HOLDV
+#undef UF_HOLDV_KEEP
 #undef UF_HELD_TO_ACC

@@ -60,7 +60,7 @@ UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kin
 {
     UF_HOLDV(h->x, r->x, j);
     if (kind == UF_MASK_ADD_SAME)
-        UF_HOLDV(h->m, (const UF_T *)r->mask, j);
+        UF_HOLDV_KEEP(h->m, (const UF_T *)r->mask, j); /* read again by the other heads */
     else if (kind == UF_MASK_ADD_F32)
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) h->mf[e] = ((const float *)r->mask)[j + e];
     else if (kind == UF_MASK_BOOL)

@@ -76,6 +76,20 @@ static __device__ __forceinline__ void uf_cuda_async_wait(void)
 }
 #define UF_VENDOR_COPY16_ASYNC(dst, src) uf_cuda_copy16_async((dst), (src))
 #define UF_VENDOR_ASYNC_WAIT() uf_cuda_async_wait()
+
+/* 16 bytes that other threads will read again soon: loaded with an L2
+ * policy that evicts them last. */
+static __device__ __forceinline__ uint4 uf_cuda_load16_keep(const void *src)
+{
+    uint4 v;
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(src), "l"(policy));
+    return v;
+}
+#define UF_VENDOR_LOAD16_KEEP(src) uf_cuda_load16_keep(src)
 #endif
 
 /* Two 8x8 matrices of 16-bit values from shared memory (sm_75 and later),

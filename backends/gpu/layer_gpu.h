@@ -145,6 +145,19 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
         *(uint4 *)(dst) = uf_v16_;                                                                 \
     } while (0)
 
+/* UF_LOAD16 for data that other threads read again soon (a softmax mask row
+ * shared by the heads): the vendor's cache policy that keeps it longest,
+ * where there is one. */
+#ifdef UF_VENDOR_LOAD16_KEEP
+#define UF_LOAD16_KEEP(dst, src)                                                                   \
+    do {                                                                                           \
+        const uint4 uf_v16_ = UF_VENDOR_LOAD16_KEEP(src);                                          \
+        memcpy((dst), &uf_v16_, 16);                                                               \
+    } while (0)
+#else
+#define UF_LOAD16_KEEP(dst, src) UF_LOAD16((dst), (src))
+#endif
+
 /* ---- copies to shared memory that overlap the work after them ----
  * UF_COPY16_ASYNC(dst, src): 16 bytes (both 16-byte aligned) from global to
  * shared memory; they may land any time before this thread's

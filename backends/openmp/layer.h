@@ -142,6 +142,8 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src) memcpy((dst), (src), 16)
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)
+/* Data read again by other threads: no cache policy to set here. */
+#define UF_LOAD16_KEEP(dst, src) UF_LOAD16((dst), (src))
 
 /* ---- copies to shared memory that overlap later work (a GPU's
  * asynchronous copies; here an ordinary copy, done at once) ---- */

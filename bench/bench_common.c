@@ -10,6 +10,12 @@
 /* Rotated buffers must exceed twice a 60 MB GPU L2, so that no call finds
  * its inputs still cached from an earlier one. */
 #define CACHE_FLUSH_BYTES (2 * 60e6)
+/* Device time the warm-up lasts at least: a GPU whose clocks dropped while
+ * the host filled the inputs needs some milliseconds of load to raise them
+ * again (on the H200 a warm-up of three short calls left whole runs of
+ * cells 6-8 points of copy bandwidth low). */
+#define BENCH_WARM_MS 50.0
+#define BENCH_WARM_MAX_CALLS 4096
 
 const char *bench_dtype_name(uf_dtype d)
 {
@@ -201,10 +207,21 @@ uf_status bench_median_ms(bench *b, bench_launch launch, const void *ctx, int ns
      * pass reads them. */
     const int warm = nsets > 3 ? nsets : 3;
     uf_status st = UF_OK;
-    for (int i = 0; st == UF_OK && i < warm; ++i)
-        st = launch(ctx, i % nsets, b->stream);
-    if (st == UF_OK)
-        st = uf_stream_synchronize(b->stream);
+    double warm_ms = 0;
+    for (int calls = 0; st == UF_OK && warm_ms < BENCH_WARM_MS && calls < BENCH_WARM_MAX_CALLS;
+         calls += warm) {
+        float f = 0;
+        st = uf_event_record(b->events[0], b->stream);
+        for (int i = 0; st == UF_OK && i < warm; ++i)
+            st = launch(ctx, i % nsets, b->stream);
+        if (st == UF_OK)
+            st = uf_event_record(b->events[1], b->stream);
+        if (st == UF_OK)
+            st = uf_stream_synchronize(b->stream);
+        if (st == UF_OK)
+            st = uf_event_elapsed_ms(b->events[0], b->events[1], &f);
+        warm_ms += f;
+    }
     for (int i = 0; st == UF_OK && i < b->iters; ++i) {
         st = uf_event_record(b->events[2 * i], b->stream);
         if (st == UF_OK)

@@ -83,10 +83,16 @@ static int vec_ok(const uf_epilogue_desc *d, const void *const *ptrs, int n)
     return 1;
 }
 
-/* 0 keeps every forward on the tested per-unit loads (for A/B runs). */
+/* 0 keeps both passes on the tested per-unit loads (for A/B runs). */
 #ifndef UF_EPI_WHOLE
 #define UF_EPI_WHOLE 1
 #endif
+
+/* uf_epilogue_args.whole: 16-byte aligned rows (a->vec) of whole units. */
+static int whole_units(const uf_epilogue_args *a)
+{
+    return UF_EPI_WHOLE && a->vec && a->cols % UF_ACT_UNIT == 0;
+}
 
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a, uf_stream stream)
@@ -151,7 +157,7 @@ uf_status uf_epilogue_forward(const uf_epilogue_desc *desc, const uf_dropout_des
         return UF_ERR_ALIAS;
     const void *ptrs[] = {x, y, a.bias, a.scale, a.residual};
     a.vec = vec_ok(desc, ptrs, 5);
-    a.whole = UF_EPI_WHOLE && a.vec && a.cols % UF_ACT_UNIT == 0;
+    a.whole = whole_units(&a);
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)
@@ -207,7 +213,7 @@ uf_status uf_epilogue_backward(const uf_epilogue_desc *desc, const uf_dropout_de
     a.dresidual = dr;
     const void *ptrs[] = {x, dy, dx, a.bias, a.scale, a.dbias, dr};
     a.vec = vec_ok(desc, ptrs, 7);
-    a.whole = UF_EPI_WHOLE && a.vec && a.cols % UF_ACT_UNIT == 0;
+    a.whole = whole_units(&a);
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

@@ -8,6 +8,13 @@
 #define UF_BACKEND_H
 
 #include "unifuse.h"
+/* UF_THREAD_WORK and UF_THREAD_ITEM(block, per_thread, k, t): how many
+ * times a GPU thread's items a thread of this backend takes in a logical
+ * block (launchers size blocks by it), and the index of item k of thread t
+ * of `block` when every thread takes per_thread items; the items of a block
+ * are [block * per_thread * threads, (block + 1) * per_thread * threads)
+ * in every backend's order. */
+#include "thread_work.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,12 +16,13 @@
  * follow from the element size. 64 bytes: the forward's 4 units of 16-bit
  * data (2 of f32, 1 of f64); the backward reads two inputs, 64 bytes of
  * each. Units wait in their stored form (activation_dropout.h), so 16-bit
- * units cost half the registers of f32 ones. */
+ * units cost half the registers of f32 ones. A CPU thread takes
+ * UF_THREAD_WORK times as much (backend.h). */
 #ifndef UF_ACT_THREAD_BYTES
-#define UF_ACT_THREAD_BYTES 64
+#define UF_ACT_THREAD_BYTES (64 * UF_THREAD_WORK)
 #endif
 #ifndef UF_ACT_BWD_THREAD_BYTES
-#define UF_ACT_BWD_THREAD_BYTES 64
+#define UF_ACT_BWD_THREAD_BYTES (64 * UF_THREAD_WORK)
 #endif
 #define UF_ACT_STEPS_BY(bytes, elem_size)                                                          \
     ((bytes) / (UF_ACT_UNIT * (elem_size)) > 0 ? (bytes) / (UF_ACT_UNIT * (elem_size)) : 1)

@@ -29,10 +29,11 @@ UF_FN void UF_VNAME(uf_act_scale_kept)(const uf_activation_args *a, unsigned bit
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= (bits >> e & 1u) ? scale : (UF_ACC)0;
 }
 
-/* y = dropout(act(x)) over `steps` stored units, in place; called through
- * UF_ACT_SWITCH, so `kind` is a constant here. */
-UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
-                                      const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
+/* y = dropout(act(x)) over `steps` stored units, in place, with `drop`
+ * (whether to apply the keep bits) a constant: a test inside the loop keeps
+ * a CPU compiler from vectorising it. */
+UF_FN void UF_VNAME(uf_act_fwd_units_as)(int kind, int drop, const uf_activation_args *a, int steps,
+                                         const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
     UF_UNROLL for (int k = 0; k < steps; ++k)
@@ -40,24 +41,34 @@ UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int
         UF_ACC v[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(w[k], v);
         UF_ACT_APPLY(kind, 0, p0, p1, v);
-        if (a->threshold != 0)
+        if (drop)
             UF_VNAME(uf_act_scale_kept)(a, bits[k], v);
         UF_VNAME(uf_unit_pack)(v, w[k]);
     }
 }
 
-/* dx = dropout(dy) * act'(x) over `steps` stored units (dx in place of dy);
- * `kind` is a constant here, as above. */
-UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int steps,
-                                      const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
-                                      uint32_t (*w)[UF_UNIT_WORDS])
+/* The same, called through UF_ACT_SWITCH, so `kind` is a constant here. */
+UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
+                                      const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
+{
+    if (a->threshold != 0)
+        UF_VNAME(uf_act_fwd_units_as)(kind, 1, a, steps, bits, w);
+    else
+        UF_VNAME(uf_act_fwd_units_as)(kind, 0, a, steps, bits, w);
+}
+
+/* dx = dropout(dy) * act'(x) over `steps` stored units (dx in place of dy),
+ * `drop` a constant as above. */
+UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation_args *a, int steps,
+                                         const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
+                                         uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
     UF_UNROLL for (int k = 0; k < steps; ++k)
     {
         UF_ACC d[UF_ACT_UNIT], v[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(g[k], d);
-        if (a->threshold != 0)
+        if (drop)
             UF_VNAME(uf_act_scale_kept)(a, bits[k], d);
         if (kind != UF_ACT_IDENTITY) { /* x is not read for the identity */
             UF_VNAME(uf_unit_unpack)(w[k], v);
@@ -68,9 +79,19 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
     }
 }
 
-/* Unit k of thread t in logical block b (units of a block interleave by
- * thread, so that a warp's accesses are contiguous). */
-#define UF_ACT_UNIT_OF(b, steps, k, t) (((b) * (steps) + (k)) * UF_NTHREADS + (t))
+/* The same, called through UF_ACT_SWITCH (`kind` a constant). */
+UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int steps,
+                                      const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
+                                      uint32_t (*w)[UF_UNIT_WORDS])
+{
+    if (a->threshold != 0)
+        UF_VNAME(uf_act_bwd_units_as)(kind, 1, a, steps, bits, g, w);
+    else
+        UF_VNAME(uf_act_bwd_units_as)(kind, 0, a, steps, bits, g, w);
+}
+
+/* Unit k of thread t in logical block b, in the layer's order. */
+#define UF_ACT_UNIT_OF(b, steps, k, t) UF_THREAD_ITEM(b, steps, k, t)
 
 UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_FWD_BLOCKS)
 {
@@ -79,8 +100,10 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, 
             /* The keep bits first: they need only the index, so their
              * registers are not held beside the loaded units. */
             unsigned bits[UF_ACT_STEPS];
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) bits[k] = uf_dropout_bits(
-                a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t));
+            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) bits[k] = 0xffu;
+            if (a.threshold != 0)
+                UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) bits[k] = uf_dropout_bits(
+                    a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t));
             uint32_t w[UF_ACT_STEPS][UF_UNIT_WORDS];
             UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
                 a.x, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, w[k]);
@@ -102,8 +125,10 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
     UF_BLOCKS (b) {
         UF_THREADS (t) {
             unsigned bits[UF_ACT_BWD_STEPS];
-            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) bits[k] = uf_dropout_bits(
-                a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t));
+            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) bits[k] = 0xffu;
+            if (a.threshold != 0)
+                UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) bits[k] = uf_dropout_bits(
+                    a.seed, a.offset, a.threshold, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t));
             uint32_t g[UF_ACT_BWD_STEPS][UF_UNIT_WORDS], w[UF_ACT_BWD_STEPS][UF_UNIT_WORDS];
             UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {

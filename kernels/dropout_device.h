@@ -18,10 +18,10 @@ UF_FN uint32_t uf_dropout_cut(uint32_t threshold)
     return (threshold << 8) - 1u;
 }
 
+/* Callers test threshold != 0 once, outside their loop over units: a test
+ * inside would keep a CPU compiler from vectorising that loop. */
 UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t unit)
 {
-    if (threshold == 0)
-        return 0xffu;
     const uint32_t cut = uf_dropout_cut(threshold);
     unsigned bits = 0;
     UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4; ++h)

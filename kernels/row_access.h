@@ -82,13 +82,16 @@ UF_FN void UF_VNAME(uf_unit_store_whole)(void *row, int64_t c0, const uint32_t *
         UF_STORE16(dst + q * 4 / (int)sizeof(UF_T), &w[q]);
 }
 
-/* Stored words <-> compute values of one unit. */
+/* Stored words <-> compute values of one unit. Unpaired types are copied
+ * one element at a time: a copy of the whole unit stays a call to memcpy in
+ * gcc's view, which keeps the loops around it from vectorising. */
 UF_FN void UF_VNAME(uf_unit_unpack)(const uint32_t *w, UF_ACC *v)
 {
 #if UF_PAIRED
     UF_UNROLL for (int q = 0; q < UF_UNIT_WORDS; ++q) UF_PAIR_TO_ACC(w[q], &v[2 * q]);
 #else
-    memcpy(v, w, UF_ACT_UNIT * sizeof(UF_ACC));
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        memcpy(&v[e], &w[e * UF_UNIT_WORDS / UF_ACT_UNIT], sizeof(UF_ACC));
 #endif
 }
 UF_FN void UF_VNAME(uf_unit_pack)(const UF_ACC *v, uint32_t *w)
@@ -97,6 +100,7 @@ UF_FN void UF_VNAME(uf_unit_pack)(const UF_ACC *v, uint32_t *w)
     UF_UNROLL for (int q = 0; q < UF_UNIT_WORDS; ++q) w[q] =
         UF_PAIR_FROM_ACC(v[2 * q], v[2 * q + 1]);
 #else
-    memcpy(w, v, UF_ACT_UNIT * sizeof(UF_ACC));
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        memcpy(&w[e * UF_UNIT_WORDS / UF_ACT_UNIT], &v[e], sizeof(UF_ACC));
 #endif
 }

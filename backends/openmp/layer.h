@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "openmp/cpu_level.h"
 #include "openmp/fast_exp.h"
 #include "portable/f16_bits.h"
 
@@ -66,6 +67,19 @@ typedef struct uf_kdims {
  * latency); nothing to ask on the CPU. */
 #define UF_KERNEL_RESIDENT(name, ArgsT, a, max_threads, min_blocks)                                \
     UF_KERNEL_(name, ArgsT, a, max_threads)
+#if defined(UF_CPU_ISA)
+/* A copy for a newer instruction set (cpu_level.h): the body alone, which
+ * the baseline compile's launcher calls. */
+#define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
+    UF_CPU_HIDDEN void UF_CPU_PASTE(name##_body, UF_CPU_ISA)(const uf_kdims uf_dims_,              \
+                                                             const ArgsT a);                       \
+    void UF_CPU_PASTE(name##_body, UF_CPU_ISA)(const uf_kdims uf_dims_, const ArgsT a)
+#else
+#if defined(UF_CPU_DISPATCH)
+#define UF_CPU_RUN_BODY(name, ArgsT, d, args) UF_CPU_RUN(name, ArgsT, d, args)
+#else
+#define UF_CPU_RUN_BODY(name, ArgsT, d, args) name##_body((d), *(args))
+#endif
 #define UF_KERNEL_(name, ArgsT, a, max_threads) /* expands name first */                           \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a);                               \
     uf_status name##_launch(const uf_launch *l, const ArgsT *args)                                 \
@@ -74,10 +88,11 @@ typedef struct uf_kdims {
             l->threads % UF_WARP != 0)                                                             \
             return UF_ERR_LAUNCH;                                                                  \
         const uf_kdims d = {l->blocks, l->threads};                                                \
-        name##_body(d, *args);                                                                     \
+        UF_CPU_RUN_BODY(name, ArgsT, d, args);                                                     \
         return UF_OK;                                                                              \
     }                                                                                              \
     static void name##_body(const uf_kdims uf_dims_, const ArgsT a)
+#endif
 
 #define UF_NTHREADS (uf_dims_.threads)
 

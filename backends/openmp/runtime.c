@@ -24,6 +24,50 @@ struct uf_event_s {
 /* Allocations are aligned to a cache line so that 16-byte vectors apply. */
 #define UF_CPU_ALIGN 64
 
+/* What this CPU can run (cpu_level.h): 0, 3 or 4. The copies are built
+ * for x86-64 with gcc or clang only; elsewhere every launch runs the
+ * baseline compile and the answer does not matter. */
+static int cpu_level_supported(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    const int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    const int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                   __builtin_cpu_supports("avx512cd");
+    return v4 ? 4 : v3 ? 3 : 0;
+#else
+    return 0;
+#endif
+}
+
+/* UF_CPU_LEVEL=base|v3|v4 lowers the level (never raises it). */
+static int cpu_level_allowed(void)
+{
+    const char *e = getenv("UF_CPU_LEVEL");
+    if (!e || !*e)
+        return 4;
+    if (strcmp(e, "v4") == 0)
+        return 4;
+    if (strcmp(e, "v3") == 0)
+        return 3;
+    return 0; /* base, or anything unknown: the safe choice */
+}
+
+int ufb_cpu_level(void)
+{
+    /* Computed once; a race between first callers stores the same value. */
+    static _Atomic int level = -1;
+    int l = level;
+    if (l < 0) {
+        const int s = cpu_level_supported(), a = cpu_level_allowed();
+        l = s < a ? s : a;
+        level = l;
+    }
+    return l;
+}
+
 uf_status ufb_device_limits(uf_device_limits *limits)
 {
     limits->warp_size = UF_WARP;
@@ -77,8 +121,10 @@ uf_status ufb_device_info(uf_device_info *info)
     uf_device_limits lim;
     ufb_device_limits(&lim);
     memset(info, 0, sizeof *info);
-    snprintf(info->name, sizeof info->name, "CPU (OpenMP, %d threads, emulated warp %d)",
-             lim.multiprocessors, lim.warp_size);
+    static const char *const level_names[] = {"x86-64 baseline", "", "", "x86-64-v3", "x86-64-v4"};
+    snprintf(info->name, sizeof info->name, "CPU (OpenMP, %d threads, emulated warp %d%s%s)",
+             lim.multiprocessors, lim.warp_size, UF_CPU_COPIES_BUILT ? ", kernels for " : "",
+             UF_CPU_COPIES_BUILT ? level_names[ufb_cpu_level()] : "");
     info->backend = UF_BACKEND_CPU;
     info->multiprocessors = lim.multiprocessors;
     info->warp_size = lim.warp_size;

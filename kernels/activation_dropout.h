@@ -90,26 +90,32 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
         UF_VNAME(uf_act_bwd_units_as)(kind, 0, a, steps, bits, g, w);
 }
 
-/* bits[k] = the keep bits of unit unit0 + k * stride (bit e: element e of
- * the unit), all ones without dropout; steps <= UF_ACT_MAX_STEPS. The draws
- * are made group by group into bytes (uf_dropout_nibble), then paired. */
-#define UF_ACT_MAX_STEPS (UF_ACT_STEPS > UF_ACT_BWD_STEPS ? UF_ACT_STEPS : UF_ACT_BWD_STEPS)
-UF_FN void UF_VNAME(uf_act_keep_bits)(const uf_activation_args *a, int steps, int64_t unit0,
-                                      int64_t stride, unsigned *bits)
-{
-    UF_UNROLL for (int k = 0; k < steps; ++k) bits[k] = 0xffu;
-    if (a->threshold == 0)
-        return;
-    const uint32_t cut = uf_dropout_cut(a->threshold);
-    const uint64_t seed = a->seed, offset = a->offset;
-    uint8_t nib[2 * UF_ACT_MAX_STEPS];
-    UF_UNROLL for (int h = 0; h < 2 * steps; ++h) nib[h] =
-        uf_dropout_nibble(seed, offset, cut, (uint64_t)(unit0 + h / 2 * stride) * 2 + h % 2);
-    UF_UNROLL for (int k = 0; k < steps; ++k) bits[k] = nib[2 * k] | (unsigned)nib[2 * k + 1] << 4;
-}
-
 /* Unit k of thread t in logical block b, in the layer's order. */
 #define UF_ACT_UNIT_OF(b, steps, k, t) UF_THREAD_ITEM(b, steps, k, t)
+
+/* bits[k] = the keep bits of unit k of thread t in block b (bit e: element
+ * e of the unit), all ones without dropout. Where loops are vectorised,
+ * group by group into bytes (uf_dropout_nibble), then paired; on GPUs unit
+ * by unit into words (the bytes cost the H200's 16-bit kernels 2-4 points
+ * of copy bandwidth, with or without dropout: more spilled registers). A
+ * macro, so that each unit's index is the layer's expression of (b, k, t);
+ * a first unit plus k times a stride cost as much again. */
+#define UF_ACT_KEEP_BITS(bits, steps, a, b, t)                                                     \
+    do {                                                                                           \
+        UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = 0xffu;                          \
+        if ((a).threshold != 0 && UF_VECTORISED_LOOPS) {                                           \
+            const uint32_t cut_ = uf_dropout_cut((a).threshold);                                   \
+            uint8_t nib_[2 * (steps)];                                                             \
+            UF_UNROLL for (int h_ = 0; h_ < 2 * (steps); ++h_) nib_[h_] =                          \
+                uf_dropout_nibble((a).seed, (a).offset, cut_,                                      \
+                                  (uint64_t)UF_ACT_UNIT_OF(b, steps, h_ / 2, t) * 2 + h_ % 2);     \
+            UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] =                             \
+                nib_[2 * k_] | (unsigned)nib_[2 * k_ + 1] << 4;                                    \
+        } else if ((a).threshold != 0) {                                                           \
+            UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = uf_dropout_bits(            \
+                (a).seed, (a).offset, (a).threshold, UF_ACT_UNIT_OF(b, steps, k_, t));             \
+        }                                                                                          \
+    } while (0)
 
 UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_FWD_BLOCKS)
 {
@@ -117,10 +123,8 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, 
         UF_THREADS (t) {
             /* The keep bits first: they need only the index, so their
              * registers are not held beside the loaded units. */
-            const int64_t u0 = UF_ACT_UNIT_OF(b, UF_ACT_STEPS, 0, t);
             unsigned bits[UF_ACT_STEPS];
-            UF_VNAME(uf_act_keep_bits)
-            (&a, UF_ACT_STEPS, u0, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, 1, t) - u0, bits);
+            UF_ACT_KEEP_BITS(bits, UF_ACT_STEPS, a, b, t);
             uint32_t w[UF_ACT_STEPS][UF_UNIT_WORDS];
             UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
                 a.x, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, w[k]);
@@ -141,10 +145,8 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
 {
     UF_BLOCKS (b) {
         UF_THREADS (t) {
-            const int64_t u0 = UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, 0, t);
             unsigned bits[UF_ACT_BWD_STEPS];
-            UF_VNAME(uf_act_keep_bits)
-            (&a, UF_ACT_BWD_STEPS, u0, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, 1, t) - u0, bits);
+            UF_ACT_KEEP_BITS(bits, UF_ACT_BWD_STEPS, a, b, t);
             uint32_t g[UF_ACT_BWD_STEPS][UF_UNIT_WORDS], w[UF_ACT_BWD_STEPS][UF_UNIT_WORDS];
             UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {
@@ -161,7 +163,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
 }
 
 #undef UF_ACT_UNIT_OF
-#undef UF_ACT_MAX_STEPS
+#undef UF_ACT_KEEP_BITS
 #undef UF_ACT_APPLY
 #undef UF_ACT_STEPS
 #undef UF_ACT_BWD_STEPS

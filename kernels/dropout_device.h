@@ -18,11 +18,27 @@ UF_FN uint32_t uf_dropout_cut(uint32_t threshold)
     return (threshold << 8) - 1u;
 }
 
+/* Keep bits of the UF_ACT_UNIT elements of unit `unit` (bit e: element
+ * unit * 8 + e), for threshold != 0 (callers test it once, outside their
+ * loops over units). */
+UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t unit)
+{
+    const uint32_t cut = uf_dropout_cut(threshold);
+    unsigned bits = 0;
+    UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4; ++h)
+    {
+        const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)unit * (UF_ACT_UNIT / 4) + h);
+        UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)(r.v[w] > cut) << (4 * h + w);
+    }
+    return bits;
+}
+
 /* Keep bits of Philox group g's four elements (bit w: element 4 g + w),
  * for cut = uf_dropout_cut(threshold), threshold != 0. A byte, not a word:
- * a CPU compiler then runs a loop over groups in more vector lanes (2-core
- * Debian machine, 2026-12-01: 0.56 -> 0.72 G elements per second per core
- * for x86-64, 1.2 -> 1.75 for x86-64-v4). */
+ * where loops are vectorised (UF_VECTORISED_LOOPS), a loop over groups
+ * then runs in more lanes than uf_dropout_bits over units (measured alone
+ * on the 2-core Debian machine, 2026-12-01: 0.56 -> 0.72 G elements per
+ * second per core for x86-64, 1.2 -> 1.75 for x86-64-v4). */
 UF_FN uint8_t uf_dropout_nibble(uint64_t seed, uint64_t offset, uint32_t cut, uint64_t g)
 {
     const uf_philox4 r = uf_philox_group(seed, offset, g);

@@ -48,7 +48,7 @@ install_build() {
   local name=$1
   shift
   quiet "$name-setup" meson setup "$work/$name" "$root" --prefix="$prefix" --libdir=lib \
-    -Dtests=false -Dbench=false "$@"
+    -Dtests=false -Dbench=false -Dcpu_copies=false "$@"
   quiet "$name-build" ninja -C "$work/$name"
   quiet "$name-install" meson install -C "$work/$name"
 }

@@ -27,8 +27,8 @@ fi
 "$PY" -c 'import sys, torch; print("torch", torch.__version__, "on python", sys.version.split()[0])'
 
 section "OpenMP library for the binding ($BUILD)"
-meson setup "$BUILD" -Dtests=false -Dbench=false --wipe >/dev/null 2>&1 ||
-  meson setup "$BUILD" -Dtests=false -Dbench=false || exit 1
+meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false --wipe >/dev/null 2>&1 ||
+  meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false || exit 1
 ninja -C "$BUILD" || exit 1
 export UNIFUSE_BUILD_DIR="$PWD/$BUILD"
 unset UNIFUSE_LIBRARY

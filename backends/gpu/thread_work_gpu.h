@@ -10,4 +10,7 @@
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
     ((((int64_t)(block)) * (per_thread) + (k)) * UF_NTHREADS + (t))
 
+/* A thread's loops are unrolled into scalar registers, not vectorised. */
+#define UF_VECTORISED_LOOPS 0
+
 #endif

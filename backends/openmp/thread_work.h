@@ -15,4 +15,8 @@
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
     ((((int64_t)(block)) * UF_NTHREADS + (t)) * (per_thread) + (k))
 
+/* Loops are vectorised by the compiler, across iterations: code may then
+ * prefer loops whose results are narrow (more lanes per vector). */
+#define UF_VECTORISED_LOOPS 1
+
 #endif

@@ -21,12 +21,22 @@ extern "C" {
 #endif
 
 /* One kernel launch: `blocks` logical blocks of `threads` threads. A backend
- * may run fewer physical blocks that loop over the logical ones. */
+ * may run fewer physical blocks that loop over the logical ones, each taking
+ * the logical blocks b, b + grid, b + 2 grid, ... in that order.
+ *
+ * group_blocks > 1: logical blocks wait for each other in groups of that
+ * many consecutive ones (layer: uf_group_arrive, uf_group_wait). The backend
+ * then runs a grid whose blocks are all running at once and hold at least
+ * group_blocks blocks, which with the order above lets every group finish;
+ * where it cannot (the device holds fewer such blocks at once, or cannot
+ * promise it) the launcher returns UF_ERR_LAUNCH without launching, and the
+ * caller takes another path. */
 typedef struct uf_launch {
     int64_t blocks;
     int threads;
     uf_stream stream;
-    int64_t max_grid; /* physical blocks at most (0: the backend's cap) */
+    int64_t max_grid;     /* physical blocks at most (0: the backend's cap) */
+    int64_t group_blocks; /* 0 or 1: independent blocks */
 } uf_launch;
 
 /* Largest threads-per-block any backend's kernels are compiled for. */

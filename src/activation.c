@@ -107,7 +107,8 @@ static uf_status launch_here(int backward, uf_dtype dtype, const uf_activation_a
     const int steps = backward ? UF_ACT_BWD_STEPS_FOR(es) : UF_ACT_STEPS_FOR(es);
     const int64_t per_block = (int64_t)UF_ACT_THREADS * steps * UF_ACT_UNIT;
     const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
-                         (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES};
+                         (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES,
+                         0};
     return launchers[backward][dtype - 1][vec_ok](&l, a);
 }
 

@@ -308,7 +308,7 @@ uf_status uf_attention_forward(const uf_attention_desc *desc, const void *q, con
     a.vec = z.k == 0 || (rows_aligned(k, a.ks, es) && rows_aligned(v, a.vs, es));
     const int tile = tile_index(a.d);
     const int64_t rows = UF_ATT_FWD_ROWS(32 << tile);
-    uf_launch l = {a.batch * a.heads_q * ((a.sq + rows - 1) / rows), UF_ATT_THREADS, stream, 0};
+    uf_launch l = {a.batch * a.heads_q * ((a.sq + rows - 1) / rows), UF_ATT_THREADS, stream, 0, 0};
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st != UF_OK)
@@ -348,7 +348,7 @@ static uf_status queue_backward(const uf_attention_desc *desc, uf_attention_args
                                   : (size_t)(a->batch * a->heads_q * a->sq * a->sk) * sizeof(float),
                         stream);
     const int64_t rows = a->batch * a->heads_q * a->sq;
-    uf_launch l = {(rows + UF_ATT_THREADS - 1) / UF_ATT_THREADS, UF_ATT_THREADS, stream, 0};
+    uf_launch l = {(rows + UF_ATT_THREADS - 1) / UF_ATT_THREADS, UF_ATT_THREADS, stream, 0, 0};
     if (st == UF_OK)
         st = delta_launchers[dt](&l, a);
     l.blocks = a->batch * a->heads_kv * ((a->sk + UF_ATT_ROWS - 1) / UF_ATT_ROWS);

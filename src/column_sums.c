@@ -29,7 +29,7 @@ uf_status uf_colsum_finish(uf_colsum_args *a, uf_dtype dtype, uf_status st, uf_s
 {
     if (st == UF_OK) {
         const int64_t col_blocks = (a->cols + UF_COLSUM_COLS - 1) / UF_COLSUM_COLS;
-        const uf_launch l = {2 * col_blocks, UF_COLSUM_THREADS, stream, 0};
+        const uf_launch l = {2 * col_blocks, UF_COLSUM_THREADS, stream, 0, 0};
         st = reducers[dtype - 1](&l, a);
     }
     const uf_status freed = ufb_free_async((void *)a->partial, stream);

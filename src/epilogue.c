@@ -97,7 +97,7 @@ static int whole_units(const uf_epilogue_args *a)
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a, uf_stream stream)
 {
-    uf_launch l = {0, 0, stream, 0};
+    uf_launch l = {0, 0, stream, 0, 0};
     const uf_status st = uf_colsum_plan(a->rows, a->cols, 0, &a->tpr, &a->col_tiles, &a->chunk_rows,
                                         &a->nchunks, &l);
     return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
@@ -108,7 +108,7 @@ static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a
 static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *a, void *db,
                                 void *ds, uf_stream stream)
 {
-    uf_launch l = {0, 0, stream, 0};
+    uf_launch l = {0, 0, stream, 0, 0};
     uf_status st = uf_colsum_plan(a->rows, a->cols, 1, &a->tpr, &a->col_tiles, &a->chunk_rows,
                                   &a->nchunks, &l);
     if (st != UF_OK)

@@ -110,7 +110,7 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
 {
-    uf_launch l = {0, 0, stream, 0};
+    uf_launch l = {0, 0, stream, 0, 0};
     const uf_status st = plan_rows(a, &l);
     if (st != UF_OK)
         return st;
@@ -184,7 +184,7 @@ static uf_status queue_fused(const uf_norm_desc *desc, uf_norm_args *a, const uf
 static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void *dw, void *db,
                                 size_t stats_bytes, uf_stream stream)
 {
-    uf_launch l = {0, 0, stream, 0};
+    uf_launch l = {0, 0, stream, 0, 0};
     int fused = 0;
     uf_status st = plan_fused(a, &l, &fused);
     if (st != UF_OK || fused)
@@ -194,7 +194,7 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
         return st;
     const int columns = dw || db;
     uf_colsum_args sums = {NULL, {dw, db}, a->cols, 0};
-    uf_launch lc = {0, 0, stream, 0};
+    uf_launch lc = {0, 0, stream, 0, 0};
     if (columns) {
         st = uf_colsum_plan(a->rows, a->cols, 1, &a->tpr, &a->col_tiles, &a->chunk_rows,
                             &a->nchunks, &lc);

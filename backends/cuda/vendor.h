@@ -15,6 +15,12 @@
 /* Most threads per block, and blocks wanted per multiprocessor. */
 #define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__((threads), (blocks))
 
+/* A short sleep between polls of a flag another block sets (sm_70 and
+ * later), so that the polling warp leaves issue slots to the others. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define UF_VENDOR_PAUSE() __nanosleep(64)
+#endif
+
 /* Both halves of a 32 x 32-bit product from one multiply: written in C,
  * NVVM widens the operands and ptxas emits a 64-bit multiply plus adds. */
 static __device__ __forceinline__ unsigned uf_cuda_mul_hilo(unsigned a, unsigned b, unsigned *hi)

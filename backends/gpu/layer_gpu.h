@@ -17,6 +17,11 @@
 #define UF_BITS_FN static __host__ __device__ inline
 #include "portable/f16_bits.h"
 
+/* What a thread does while it spins on another block's progress. */
+#ifndef UF_VENDOR_PAUSE
+#define UF_VENDOR_PAUSE() ((void)0)
+#endif
+
 /* Most threads a GPU block may have. */
 #define UF_MAX_THREADS UF_BLOCK_LIMIT
 /* Physical blocks launched at most; more logical blocks loop. */
@@ -42,6 +47,10 @@ typedef struct uf_kdims {
 
 /* Maps the vendor error of the last launch to a status (gpu/runtime.c). */
 extern "C" uf_status ufb_launch_status(void);
+/* Launches `kernel` (params as the vendor's launch takes them) for a launch
+ * with group_blocks > 1: a grid the device runs all at once (gpu/runtime.c). */
+extern "C" uf_status ufb_launch_grouped(const void *kernel, const uf_launch *l, void **params,
+                                        int64_t cap);
 
 #define UF_KERNEL(name, ArgsT, a) UF_KERNEL_(name, ArgsT, a, UF_MAX_THREADS, 1)
 #define UF_KERNEL_BOUNDED(name, ArgsT, a, max_threads) UF_KERNEL_(name, ArgsT, a, max_threads, 1)
@@ -56,9 +65,13 @@ extern "C" uf_status ufb_launch_status(void);
             return UF_ERR_LAUNCH;                                                                  \
         if (l->blocks <= 0)                                                                        \
             return UF_OK;                                                                          \
-        const uf_kdims d = {l->blocks, l->threads};                                                \
+        uf_kdims d = {l->blocks, l->threads};                                                      \
         const int64_t cap =                                                                        \
             l->max_grid > 0 && l->max_grid < UF_GRID_CAP ? l->max_grid : UF_GRID_CAP;              \
+        if (l->group_blocks > 1) {                                                                 \
+            void *params[] = {&d, (void *)args};                                                   \
+            return ufb_launch_grouped((const void *)name, l, params, cap);                         \
+        }                                                                                          \
         const unsigned grid = (unsigned)(l->blocks < cap ? l->blocks : cap);                       \
         name<<<grid, (unsigned)l->threads, 0, (cudaStream_t)l->stream>>>(d, *args);                \
         return ufb_launch_status();                                                                \
@@ -79,6 +92,26 @@ extern "C" uf_status ufb_launch_status(void);
 #define UF_EXCLUSIVE(type, name) type name
 #define UF_EXCLUSIVE_ARRAY(type, name, n) type name[n]
 #define UF_X(name) (name)
+
+/* ---- logical blocks that wait for each other (uf_launch.group_blocks) ----
+ * One thread of a block calls these; a barrier after uf_group_wait passes
+ * what it waited for on to the rest of the block. uf_group_arrive makes the
+ * caller's earlier stores visible to every block before it counts. */
+UF_FN void uf_group_arrive(unsigned *count)
+{
+    __threadfence();
+    atomicAdd(count, 1u);
+}
+/* Returns once `count` has reached n. */
+UF_FN void uf_group_wait(unsigned *count, unsigned n)
+{
+    while (*(volatile unsigned *)count < n)
+        UF_VENDOR_PAUSE();
+    __threadfence();
+}
+/* A value another block stored before its uf_group_arrive: read past this
+ * multiprocessor's own cache, which may hold an older copy of the line. */
+#define UF_GROUP_READ(type, p) (*(const volatile type *)(p))
 
 /* ---- 16-bit floating point storage: raw bits, converted in registers ---- */
 typedef uint16_t uf_f16;

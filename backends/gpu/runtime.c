@@ -49,6 +49,34 @@ static uf_status attribute(int *value, cudaDeviceAttr attr, int dev)
     return status_from(cudaDeviceGetAttribute(value, attr, dev));
 }
 
+extern "C" uf_status ufb_launch_grouped(const void *kernel, const uf_launch *l, void **params,
+                                        int64_t cap)
+{
+    /* Blocks that wait for each other need a grid that is resident all at
+     * once: the cooperative launch promises it (or fails), and the grid is
+     * what the device holds of this kernel, so a group fits when it is no
+     * larger. */
+    int dev = 0, cooperative = 0, mps = 0, per_mp = 0;
+    uf_status st = current_device(&dev);
+    if (st == UF_OK)
+        st = attribute(&cooperative, cudaDevAttrCooperativeLaunch, dev);
+    if (st == UF_OK)
+        st = attribute(&mps, cudaDevAttrMultiProcessorCount, dev);
+    if (st == UF_OK)
+        st = status_from(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_mp, kernel, l->threads, 0));
+    if (st != UF_OK)
+        return st;
+    int64_t grid = (int64_t)per_mp * mps;
+    grid = grid < cap ? grid : cap;
+    if (!cooperative || grid < l->group_blocks)
+        return UF_ERR_LAUNCH;
+    grid = grid < l->blocks ? grid : l->blocks;
+    return status_from(cudaLaunchCooperativeKernel(kernel, dim3((unsigned)grid),
+                                                   dim3((unsigned)l->threads), params, 0,
+                                                   (cudaStream_t)l->stream));
+}
+
 extern "C" uf_status ufb_device_limits(uf_device_limits *limits)
 {
     int dev = 0;

@@ -18,6 +18,10 @@
 /* Most threads per block; HIP's second bound counts waves per execution
  * unit, not blocks, so the block count is not passed on. */
 #define UF_VENDOR_BOUNDS(threads, blocks) __launch_bounds__(threads)
+/* A short sleep between polls of a flag another block sets. */
+#if defined(__HIP_DEVICE_COMPILE__)
+#define UF_VENDOR_PAUSE() __builtin_amdgcn_s_sleep(1)
+#endif
 /* 1 / x to within an ulp: v_rcp_f32, without IEEE division's fix-up. */
 #define UF_VENDOR_RCP(x) __builtin_amdgcn_rcpf(x)
 
@@ -42,6 +46,9 @@
 #define cudaDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
 #define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor
+#define cudaDevAttrCooperativeLaunch hipDeviceAttributeCooperativeLaunch
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
+#define cudaLaunchCooperativeKernel hipLaunchCooperativeKernel
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaDeviceSynchronize hipDeviceSynchronize

@@ -54,7 +54,18 @@
 typedef struct uf_kdims {
     int64_t blocks;
     int threads;
+    int team;      /* OpenMP threads running the blocks */
+    int64_t chunk; /* consecutive blocks an OpenMP thread takes at a time */
 } uf_kdims;
+
+/* Fills d's team and chunk for launch l: the blocks in one contiguous
+ * share per thread; or, for a launch whose blocks wait for each other
+ * (uf_launch.group_blocks > 1), taken in turn by a team that runs at once,
+ * as a GPU's resident grid takes them. UF_ERR_LAUNCH when no such team is
+ * to be had (runtime.c). */
+uf_status ufb_cpu_grid(const uf_launch *l, uf_kdims *d);
+/* Gives up the processor while spinning on another block's progress. */
+void ufb_cpu_pause(void);
 
 /* Defines `name_launch(const uf_launch *, const ArgsT *)` and opens the body
  * of the kernel, which receives its arguments by value as `a`. */
@@ -87,7 +98,9 @@ typedef struct uf_kdims {
         if (l->threads < 1 || l->threads > (max_threads) || l->threads > UF_MAX_THREADS ||         \
             l->threads % UF_WARP != 0)                                                             \
             return UF_ERR_LAUNCH;                                                                  \
-        const uf_kdims d = {l->blocks, l->threads};                                                \
+        uf_kdims d = {l->blocks, l->threads, 1, 1};                                                \
+        if (ufb_cpu_grid(l, &d) != UF_OK)                                                          \
+            return UF_ERR_LAUNCH;                                                                  \
         UF_CPU_RUN_BODY(name, ArgsT, d, args);                                                     \
         return UF_OK;                                                                              \
     }                                                                                              \
@@ -96,9 +109,11 @@ typedef struct uf_kdims {
 
 #define UF_NTHREADS (uf_dims_.threads)
 
-/* Loop over the logical blocks; blocks are independent, as on a GPU. */
+/* Loop over the logical blocks, shared among the team as ufb_cpu_grid
+ * decided. */
 #define UF_BLOCKS(b)                                                                               \
-    _Pragma("omp parallel for schedule(static)") for (int64_t b = 0; b < uf_dims_.blocks; ++b)
+    _Pragma("omp parallel for num_threads(uf_dims_.team) schedule(static, uf_dims_.chunk)") for (  \
+        int64_t b = 0; b < uf_dims_.blocks; ++b)
 
 /* Loop over the threads of a block. `break` and `continue` end the current
  * thread's turn only, as they would on a GPU. */
@@ -107,6 +122,21 @@ typedef struct uf_kdims {
         for (int t = uf_tid_, uf_once_ = 1; uf_once_; uf_once_ = 0, (void)t)
 
 #define UF_BARRIER() ((void)0)
+
+/* ---- logical blocks that wait for each other (uf_launch.group_blocks) ----
+ * As on GPUs (gpu/layer_gpu.h): one thread of a block arrives and waits.
+ * Each block runs in one OpenMP thread, so the acquiring load hands the
+ * other blocks' stores to the whole block. */
+UF_FN void uf_group_arrive(unsigned *count)
+{
+    __atomic_fetch_add(count, 1u, __ATOMIC_RELEASE);
+}
+UF_FN void uf_group_wait(unsigned *count, unsigned n)
+{
+    while (__atomic_load_n(count, __ATOMIC_ACQUIRE) < n)
+        ufb_cpu_pause();
+}
+#define UF_GROUP_READ(type, p) (*(const type *)(p))
 
 #define UF_SHARED(type, name, n) _Alignas(16) type name[n]
 #define UF_EXCLUSIVE(type, name) type name[UF_MAX_THREADS]

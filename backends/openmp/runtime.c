@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,30 @@ int ufb_cpu_level(void)
         level = l;
     }
     return l;
+}
+
+uf_status ufb_cpu_grid(const uf_launch *l, uf_kdims *d)
+{
+    const int team = omp_get_max_threads();
+    d->team = team;
+    if (l->group_blocks > 1) {
+        /* Blocks that wait for each other need threads that all run: a
+         * nested region, or one that the runtime may cut to fewer threads,
+         * cannot promise that. */
+        if (omp_in_parallel() || omp_get_dynamic() || omp_get_thread_limit() < team ||
+            team < l->group_blocks)
+            return UF_ERR_LAUNCH;
+        d->chunk = 1;
+        return UF_OK;
+    }
+    const int64_t share = (l->blocks + team - 1) / team;
+    d->chunk = share > 1 ? share : 1;
+    return UF_OK;
+}
+
+void ufb_cpu_pause(void)
+{
+    sched_yield();
 }
 
 uf_status ufb_device_limits(uf_device_limits *limits)

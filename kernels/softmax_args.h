@@ -24,6 +24,11 @@ typedef enum uf_mask_kind {
 #define UF_SOFTMAX_WIDE_BYTES 128
 #endif
 
+/* The span paths (a row held in the registers of several blocks): bytes
+ * per thread for elements of `esize` bytes; 16-bit rows take the wide
+ * share, as their register paths do. */
+#define UF_SOFTMAX_SPAN_BYTES(esize) ((esize) <= 2 ? UF_SOFTMAX_WIDE_BYTES : UF_SOFTMAX_REG_BYTES)
+
 typedef struct uf_softmax_args {
     const void *x;  /* forward: input; backward: y */
     const void *x2; /* forward: mask (or NULL); backward: dy */
@@ -35,10 +40,11 @@ typedef struct uf_softmax_args {
     int causal;
     int mask_kind;   /* uf_mask_kind */
     int group;       /* register path: threads per row (a power of two <= warp, or the block) */
-    int64_t chunk;   /* split path: keys per chunk (a multiple of the vector width) */
-    int64_t nchunks; /* split path: chunks per row */
-    void *partial;   /* split path: per chunk (max, sum) or (dot, unused), compute type */
-    int row_dims;    /* mask broadcast: number of collapsed row dimensions */
+    int64_t chunk;   /* split and span paths: keys per chunk (a multiple of the vector width) */
+    int64_t nchunks; /* split and span paths: chunks per row */
+    void *partial;   /* split and span paths: per chunk (max, sum) or (dot, unused), compute type */
+    unsigned *arrived; /* span paths: per row, the chunks whose partial is stored; zeroed */
+    int row_dims;      /* mask broadcast: number of collapsed row dimensions */
     int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
     int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
 } uf_softmax_args;
@@ -51,13 +57,14 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(pass, reg, dt, vec)                                                     \
     UF_SOFTMAX_DECLARE_ONE(pass, stream, dt, vec)                                                  \
     UF_SOFTMAX_DECLARE_ONE(pass, split_stats, dt, vec)                                             \
-    UF_SOFTMAX_DECLARE_ONE(pass, split_apply, dt, vec)
+    UF_SOFTMAX_DECLARE_ONE(pass, split_apply, dt, vec)                                             \
+    UF_SOFTMAX_DECLARE_ONE(pass, span, dt, vec)
 #define UF_SOFTMAX_DECLARE_DTYPE(pass, dt, vec)                                                    \
     UF_SOFTMAX_DECLARE(pass, dt, 1) UF_SOFTMAX_DECLARE(pass, dt, vec)
 #define UF_SOFTMAX_DECLARE_WIDE(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1)                                                   \
-    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1)    \
-        UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)                                                 \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

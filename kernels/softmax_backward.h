@@ -1,9 +1,10 @@
 /*
  * Backward of the scaled softmax, one instantiation per (UF_DT, UF_VEC); see
  * softmax_backward.c. dx = scale * y * (dy - sum_j dy_j y_j), from y and dy.
- * Same paths as the forward pass: the row's y and dy in registers; a block
- * per row that reads twice; or rows split into chunks whose partial dots go
- * through `partial` between two kernels. Each thread rereads only the elements it
+ * Same paths as the forward pass: the row's y and dy in registers (of one
+ * block, or of the blocks a row spans); a block per row that reads twice;
+ * or rows split into chunks whose partial dots go through `partial`
+ * between two kernels. Each thread rereads only the elements it
  * writes, after the row's sum is complete, so dx may equal dy or y.
  */
 #include "kernels/dtype_bind.h"
@@ -15,9 +16,34 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
     UF_LOADV(dy, (const UF_T *)a->x2 + row * a->sk, j0);
 }
 
+/* Span path, between thread loops, after the block's sum: block b stores
+ * its chunk's dot in `partial` and counts itself in; once every chunk of
+ * the row is in, the block adds the row's partials, a few per thread, as
+ * every block of the row does, so all hold the same dot. */
+#define UF_SOFTMAX_SPAN_DOT(a, b, dot)                                                             \
+    UF_THREADS (t) {                                                                               \
+        if (t == 0) {                                                                              \
+            ((UF_ACC *)(a).partial)[b] = UF_X(dot);                                                \
+            unsigned *count = &(a).arrived[(b) / (a).nchunks];                                     \
+            uf_group_arrive(count);                                                                \
+            uf_group_wait(count, (unsigned)(a).nchunks);                                           \
+        }                                                                                          \
+    }                                                                                              \
+    UF_BARRIER();                                                                                  \
+    UF_THREADS (t) {                                                                               \
+        const UF_ACC *p = (const UF_ACC *)(a).partial + ((b) / (a).nchunks) * (a).nchunks;         \
+        UF_ACC acc = 0;                                                                            \
+        for (int64_t k = t; k < (a).nchunks; k += UF_NTHREADS)                                     \
+            acc += UF_GROUP_READ(UF_ACC, &p[k]);                                                   \
+        UF_X(dot) = acc;                                                                           \
+    }                                                                                              \
+    UF_BLOCK_SUM(dot)
+
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
  * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
- * it for 16-bit rows longer than a warp's registers). */
+ * it for 16-bit rows longer than a warp's registers); then the span path
+ * (rows longer than a block's registers) with UF_SOFTMAX_SPAN_BYTES. */
+#define UF_REG_SPAN 0
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg)
 #include "kernels/softmax_backward_reg.h"
@@ -28,6 +54,15 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
 #include "kernels/softmax_backward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_SPAN
+#define UF_REG_SPAN 1
+#define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_SPAN
+#undef UF_SOFTMAX_SPAN_DOT
 
 /* One thread's share of sum(y * dy) over keys [begin, end). */
 UF_FN UF_ACC UF_VNAME(uf_softmax_dot)(const uf_softmax_args *a, int64_t row, int64_t begin,

@@ -4,7 +4,8 @@
  * `group` threads read y and dy once and keep them as the layer holds
  * waiting values (on GPUs as loaded, 16-bit data two to a register; see
  * UF_HOLDV in dtype_bind.h), reduce sum(y * dy) over the group, then write
- * dx.
+ * dx. With UF_REG_SPAN 1 a row spans `nchunks` blocks, which add up their
+ * chunks' sums through `partial` while they hold their chunks.
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 
@@ -17,13 +18,14 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
         UF_EXCLUSIVE_ARRAY(UF_HELD, dy, UF_REG_NV * UF_HELD_N);
         UF_EXCLUSIVE(UF_ACC, dot);
         UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
+            int64_t first;
+            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
             const int64_t base = (row < a.rows ? row : 0) * a.sk;
             const UF_T *yr = (const UF_T *)a.x + base, *dyr = (const UF_T *)a.x2 + base;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
                 UF_HELD *yk = &UF_X(y)[k * UF_HELD_N], *dyk = &UF_X(dy)[k * UF_HELD_N];
                 if (row < a.rows && j0 < a.sk) {
                     UF_HOLDV(yk, yr, j0);
@@ -46,8 +48,12 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_WARP_SUM(dot, group);
         else
             UF_BLOCK_SUM(dot);
+#if UF_REG_SPAN
+        UF_SOFTMAX_SPAN_DOT(a, b, dot);
+#endif
         UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
+            int64_t first;
+            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -55,7 +61,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_T *dx = (UF_T *)a.out + row * a.sk;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
                 if (j0 >= a.sk)
                     break;
                 UF_ACC yv[UF_VEC], dyv[UF_VEC];

@@ -29,6 +29,22 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
     return a->causal ? row % a->sq + (a->sk - a->sq) : a->sk - 1;
 }
 
+/* Register paths: the row of thread t in logical block b, `group` threads
+ * a row and rows_per_block rows a block, with the thread's keys counted
+ * from *first = 0; or, where a row spans blocks (`span`, a constant in each
+ * kernel), chunk b % nchunks of row b / nchunks, whose keys start at
+ * *first. */
+UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int64_t b, int t,
+                                 int rows_per_block, int64_t *first)
+{
+    if (span) {
+        *first = (b % a->nchunks) * a->chunk;
+        return b / a->nchunks;
+    }
+    *first = 0;
+    return b * rows_per_block + t / a->group;
+}
+
 /* Split path: logical block b is chunk c of row b / nchunks, covering keys
  * [*begin, *end). */
 UF_FN int64_t uf_softmax_chunk(const uf_softmax_args *a, int64_t b, int64_t *begin, int64_t *end)

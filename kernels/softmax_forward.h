@@ -7,6 +7,12 @@
  *  stream: rows too long for registers; one block per row keeps a running
  *          (max, sum) per thread in one read, then reads again to write
  *          (the second read mostly hits L2: few rows are in flight).
+ *  span:   rows longer than a block's registers: a row's chunks are held in
+ *          the registers of `nchunks` blocks that run at once and exchange
+ *          their (max, sum) through `partial` (softmax_forward_reg.h); read
+ *          once, written once. src/softmax.c launches it with
+ *          group_blocks = nchunks, and takes the next paths where the
+ *          device cannot hold that many blocks at once.
  *  split:  long rows, or too few rows to fill the device: each row is cut
  *          into `nchunks` chunks of `chunk` keys, one block per chunk. The
  *          stats kernel writes each chunk's (max, sum) to `partial`; the
@@ -187,10 +193,54 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     }                                                                                              \
     UF_BLOCK_SUM(s)
 
+/* Span path, between thread loops, after the block's reductions: block b
+ * stores its chunk's (m, s) in `partial` and counts itself in; once every
+ * chunk of the row is in, the block folds the row's partials, a few per
+ * thread, and combines them as every block of the row does (the same bits
+ * everywhere); m and s become the row's maximum and its sum relative to
+ * this chunk's reference, so that the write step's v * inverse(m, s) is
+ * exp(x - row max) / row sum. */
+#define UF_SOFTMAX_SPAN_EXCHANGE(a, b, m, s)                                                       \
+    UF_THREADS (t) {                                                                               \
+        if (t == 0) {                                                                              \
+            UF_ACC *p = (UF_ACC *)(a).partial + 2 * (b);                                           \
+            p[0] = UF_X(m);                                                                        \
+            p[1] = UF_X(s);                                                                        \
+            unsigned *count = &(a).arrived[(b) / (a).nchunks];                                     \
+            uf_group_arrive(count);                                                                \
+            uf_group_wait(count, (unsigned)(a).nchunks);                                           \
+        }                                                                                          \
+    }                                                                                              \
+    UF_BARRIER();                                                                                  \
+    UF_EXCLUSIVE(UF_ACC, part_max);                                                                \
+    UF_EXCLUSIVE(UF_ACC, part_sum);                                                                \
+    UF_EXCLUSIVE(UF_ACC, row_max);                                                                 \
+    UF_THREADS (t) {                                                                               \
+        const UF_ACC *p = (const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks;     \
+        UF_ACC mt = (UF_ACC)-INFINITY, st = 0;                                                     \
+        for (int64_t k = t; k < (a).nchunks; k += UF_NTHREADS) {                                   \
+            const UF_ACC pm = UF_GROUP_READ(UF_ACC, &p[2 * k]);                                    \
+            const UF_ACC ps = UF_GROUP_READ(UF_ACC, &p[2 * k + 1]);                                \
+            const UF_ACC cm = pm > mt ? pm : mt, ref = UF_MAX_REF(cm);                             \
+            st = st * UF_EXP_ACC(mt - ref) + ps * UF_EXP_ACC(pm - ref);                            \
+            mt = cm;                                                                               \
+        }                                                                                          \
+        UF_X(part_max) = mt;                                                                       \
+        UF_X(part_sum) = st;                                                                       \
+    }                                                                                              \
+    UF_SOFTMAX_COMBINE(part_max, part_sum, row_max);                                               \
+    UF_THREADS (t) {                                                                               \
+        /* An overflow to inf here means exp(x - row max) underflows: 0. */                        \
+        const UF_ACC ref = UF_MAX_REF(UF_X(row_max));                                              \
+        UF_X(s) = UF_X(part_sum) * UF_EXP_ACC(ref - UF_MAX_REF(UF_X(m)));                          \
+        UF_X(m) = UF_X(row_max);                                                                   \
+    }
+
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of row per thread, and
  * UF_SOFTMAX_WIDE_BYTES (fewer threads per row, fewer reductions per
  * element; src/softmax.c takes it for 16-bit rows longer than a warp's
- * registers). */
+ * registers); then the span path with UF_SOFTMAX_SPAN_BYTES. */
+#define UF_REG_SPAN 0
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg)
 #define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_logits)
@@ -205,6 +255,16 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #undef UF_REG_N
 #undef UF_REG_KERNEL
 #undef UF_REG_LOGITS
+#undef UF_REG_SPAN
+#define UF_REG_SPAN 1
+#define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_span)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_span_logits)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SPAN
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {
@@ -283,4 +343,5 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 #undef UF_MAX_REF
 #undef UF_SOFTMAX_BY_KIND
 #undef UF_SOFTMAX_COMBINE
+#undef UF_SOFTMAX_SPAN_EXCHANGE
 #include "kernels/dtype_unbind.h"

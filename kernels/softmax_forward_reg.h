@@ -2,7 +2,10 @@
  * The forward's register path (see softmax_forward.h), included once per
  * row share: UF_REG_N elements per thread, kernel UF_REG_KERNEL. The row's
  * `group` threads read it once into registers, reduce its maximum and sum
- * over the group, and write it once.
+ * over the group, and write it once. With UF_REG_SPAN 1 a row spans
+ * `nchunks` blocks (the span path): each block reduces its chunk, the
+ * blocks of a row exchange their (max, sum) through `partial` while they
+ * all hold their chunks, and each writes its chunk rescaled to the row's.
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 
@@ -11,7 +14,7 @@
  * keep one at a time). An access past the row's end reads the row's first
  * keys instead; it is past last_key, so its logits come out -inf. */
 UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t sk, int group,
-                         int lane, UF_ACC *v)
+                         int lane, int64_t first, UF_ACC *v)
 {
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
     /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
@@ -19,7 +22,7 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t s
     const int at_once = UF_VEC > 1;
     UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
     {
-        const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+        const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
         if (at_once) {
             UF_VNAME(uf_softmax_hold)(r, kind, j0 < sk ? j0 : 0, &h[k]);
         } else if (j0 < sk) {
@@ -32,7 +35,7 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t s
     if (at_once)
         UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
         {
-            const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+            const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
             UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
         }
 }
@@ -46,11 +49,12 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
+            int64_t first;
+            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
             const UF_VNAME(uf_softmax_row) r =
                 UF_VNAME(uf_softmax_row_at)(&a, row < a.rows ? row : 0);
-            UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, UF_X(v))
+            UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, first, UF_X(v))
             UF_ACC mt = (UF_ACC)-INFINITY;
             UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) mt = UF_X(v)[i] > mt ? UF_X(v)[i] : mt;
             UF_X(m) = mt;
@@ -73,8 +77,12 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_WARP_SUM(s, group);
         else
             UF_BLOCK_SUM(s);
+#if UF_REG_SPAN
+        UF_SOFTMAX_SPAN_EXCHANGE(a, b, m, s);
+#endif
         UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / group;
+            int64_t first;
+            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -82,7 +90,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_T *y = (UF_T *)a.out + row * a.sk;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
-                const int64_t j0 = ((int64_t)k * group + lane) * UF_VEC;
+                const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
                 if (j0 >= a.sk)
                     break;
                 UF_ACC *p = &UF_X(v)[k * UF_VEC];

@@ -13,7 +13,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 PY=/usr/bin/python3  # Debian's, where python3-torch installs; not a pyenv python3 on PATH
-BUILD=build-py
+# UF_PY_BUILD=DIR: an OpenMP build directory already configured (CI passes
+# its first build's, which saves compiling the library again); otherwise
+# one is set up in build-py.
+BUILD=${UF_PY_BUILD:-build-py}
 STEPS=30
 
 section() { printf '\n==== %s ====\n' "$*"; }
@@ -27,8 +30,10 @@ fi
 "$PY" -c 'import sys, torch; print("torch", torch.__version__, "on python", sys.version.split()[0])'
 
 section "OpenMP library for the binding ($BUILD)"
-meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false --wipe >/dev/null 2>&1 ||
-  meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false || exit 1
+if [ -z "${UF_PY_BUILD:-}" ]; then
+  meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false --wipe >/dev/null 2>&1 ||
+    meson setup "$BUILD" -Dtests=false -Dbench=false -Dcpu_copies=false || exit 1
+fi
 ninja -C "$BUILD" || exit 1
 export UNIFUSE_BUILD_DIR="$PWD/$BUILD"
 unset UNIFUSE_LIBRARY

@@ -24,9 +24,7 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
     UF_THREADS (t) {                                                                               \
         if (t == 0) {                                                                              \
             ((UF_ACC *)(a).partial)[b] = UF_X(dot);                                                \
-            unsigned *count = &(a).arrived[(b) / (a).nchunks];                                     \
-            uf_group_arrive(count);                                                                \
-            uf_group_wait(count, (unsigned)(a).nchunks);                                           \
+            uf_softmax_span_meet(&(a), (b));                                                       \
         }                                                                                          \
     }                                                                                              \
     UF_BARRIER();                                                                                  \

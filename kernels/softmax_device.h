@@ -45,6 +45,16 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int64_t b, 
     return b * rows_per_block + t / a->group;
 }
 
+/* Span paths, thread 0 of logical block b once its partial is stored:
+ * counts the block in on its row and returns when every chunk of the row
+ * is in (a barrier after it passes that on to the block). */
+UF_FN void uf_softmax_span_meet(const uf_softmax_args *a, int64_t b)
+{
+    unsigned *count = &a->arrived[b / a->nchunks];
+    uf_group_arrive(count);
+    uf_group_wait(count, (unsigned)a->nchunks);
+}
+
 /* Split path: logical block b is chunk c of row b / nchunks, covering keys
  * [*begin, *end). */
 UF_FN int64_t uf_softmax_chunk(const uf_softmax_args *a, int64_t b, int64_t *begin, int64_t *end)

@@ -206,9 +206,7 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
             UF_ACC *p = (UF_ACC *)(a).partial + 2 * (b);                                           \
             p[0] = UF_X(m);                                                                        \
             p[1] = UF_X(s);                                                                        \
-            unsigned *count = &(a).arrived[(b) / (a).nchunks];                                     \
-            uf_group_arrive(count);                                                                \
-            uf_group_wait(count, (unsigned)(a).nchunks);                                           \
+            uf_softmax_span_meet(&(a), (b));                                                       \
         }                                                                                          \
     }                                                                                              \
     UF_BARRIER();                                                                                  \

@@ -278,10 +278,33 @@ UF_GPU_DEFINE_BLOCK(uf_block_sum, uf_warp_sum, double, 0.0)
 UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, float, -INFINITY)
 UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, double, -INFINITY)
 
+/* Three block sums behind one pair of barriers: each value rounds as
+ * uf_block_sum would round it alone. */
+#define UF_GPU_DEFINE_BLOCK_SUM3(T)                                                                \
+    UF_FN void uf_block_sum3(T *a, T *b, T *c)                                                     \
+    {                                                                                              \
+        __shared__ T published[3][UF_MAX_THREADS / 32];                                            \
+        const int lane = (int)threadIdx.x % UF_WARP, warp = (int)threadIdx.x / UF_WARP;            \
+        const int nwarps = (int)blockDim.x / UF_WARP;                                              \
+        T *v[3] = {a, b, c};                                                                       \
+        __syncthreads();                                                                           \
+        for (int i = 0; i < 3; ++i) {                                                              \
+            const T w = uf_warp_sum(*v[i], UF_WARP);                                               \
+            if (lane == 0)                                                                         \
+                published[i][warp] = w;                                                            \
+        }                                                                                          \
+        __syncthreads();                                                                           \
+        for (int i = 0; i < 3; ++i)                                                                \
+            *v[i] = uf_warp_sum(lane < nwarps ? published[i][lane] : (T)0, UF_WARP);               \
+    }
+UF_GPU_DEFINE_BLOCK_SUM3(float)
+UF_GPU_DEFINE_BLOCK_SUM3(double)
+
 #define UF_WARP_SUM(v, width) ((v) = uf_warp_sum((v), (width)))
 #define UF_WARP_MAX(v, width) ((v) = uf_warp_max((v), (width)))
 #define UF_BLOCK_SUM(v) ((v) = uf_block_sum(v))
 #define UF_BLOCK_MAX(v) ((v) = uf_block_max(v))
+#define UF_BLOCK_SUM3(a, b, c) uf_block_sum3(&(a), &(b), &(c))
 
 /* ---- matrix fragments (portable/fragment_layout.h; see openmp/layer.h) ---- */
 #include "gpu/fragments_gpu.h"

@@ -219,6 +219,14 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
 /* Each thread's `v` becomes the sum (max) over the whole block. */
 #define UF_BLOCK_SUM(v) UF_CPU_COLLECTIVE(block_sum, v, UF_WARP)
 #define UF_BLOCK_MAX(v) UF_CPU_COLLECTIVE(block_max, v, UF_WARP)
+/* Three block sums at once (one pair of barriers on GPUs; same results as
+ * three UF_BLOCK_SUM). */
+#define UF_BLOCK_SUM3(a, b, c)                                                                     \
+    do {                                                                                           \
+        UF_BLOCK_SUM(a);                                                                           \
+        UF_BLOCK_SUM(b);                                                                           \
+        UF_BLOCK_SUM(c);                                                                           \
+    } while (0)
 
 /* ---- matrix fragments (portable/fragment_layout.h) ---- */
 #include "openmp/fragments.h"

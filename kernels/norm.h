@@ -30,11 +30,15 @@
  * only) and of g * hc, from each thread's s_h, s_g, s_gh. */
 #define UF_NORM_REDUCE_BWD_SUMS()                                                                  \
     do {                                                                                           \
-        if (layer) {                                                                               \
-            UF_NORM_REDUCE(s_h);                                                                   \
-            UF_NORM_REDUCE(s_g);                                                                   \
+        if (layer && a.group > UF_WARP) {                                                          \
+            UF_BLOCK_SUM3(s_h, s_g, s_gh);                                                         \
+        } else {                                                                                   \
+            if (layer) {                                                                           \
+                UF_NORM_REDUCE(s_h);                                                               \
+                UF_NORM_REDUCE(s_g);                                                               \
+            }                                                                                      \
+            UF_NORM_REDUCE(s_gh);                                                                  \
         }                                                                                          \
-        UF_NORM_REDUCE(s_gh);                                                                      \
     } while (0)
 
 /* h = x (+ residual) for one unit of a row. */
@@ -227,17 +231,25 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
 #define UF_NORM_HELD_COL(a_, k, lane) (((int64_t)(k) * (a_)->group + (lane)) * UF_ACT_UNIT)
 #define UF_NORM_HELD_READ(c0) ((c0) < a->cols ? (c0) : a->cols - UF_ACT_UNIT)
 
-/* Loads `lane`'s units of x (and of the residual) into xw (rw). */
-UF_FN void UF_VNAME(uf_norm_held_load)(const uf_norm_args *a, int64_t base, int lane, uint32_t *xw,
-                                       uint32_t *rw)
+/* Loads `lane`'s `units` units of the row at `base` of `tensor` into w. */
+UF_FN void UF_VNAME(uf_norm_held_read)(const uf_norm_args *a, const void *tensor, int64_t base,
+                                       int lane, int units, uint32_t *w)
 {
-    UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
-        (const UF_T *)a->x + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)),
-        &xw[k * UF_UNIT_WORDS]);
-    if (a->residual)
-        UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k) UF_VNAME(uf_unit_load_whole)(
-            (const UF_T *)a->residual + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)),
-            &rw[k * UF_UNIT_WORDS]);
+    UF_UNROLL for (int k = 0; k < units; ++k) UF_VNAME(uf_unit_load_whole)(
+        (const UF_T *)tensor + base, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)),
+        &w[k * UF_UNIT_WORDS]);
+}
+
+/* Unit k of thread `lane`'s weight (1 where there is none). */
+UF_FN void UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int64_t c0, UF_ACC *w)
+{
+    if (!a->weight) {
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) w[e] = 1;
+        return;
+    }
+    uint32_t vw[UF_UNIT_WORDS];
+    UF_VNAME(uf_unit_load_whole)(a->weight, UF_NORM_HELD_READ(c0), vw);
+    UF_VNAME(uf_unit_unpack)(vw, w);
 }
 
 /* y (and h_out) of `lane`'s held units. */
@@ -285,7 +297,10 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THRE
             UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
-                UF_VNAME(uf_norm_held_load)(&a, base, lane, UF_X(xw), UF_X(rw));
+                UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_UNITS, UF_X(xw));
+                if (a.residual)
+                    UF_VNAME(uf_norm_held_read)
+                    (&a, a.residual, base, lane, UF_NORM_UNITS, UF_X(rw));
                 if (layer)
                     p = UF_VNAME(uf_norm_pivot)(&a, base);
                 UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
@@ -316,12 +331,21 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THRE
     }
 }
 
-#undef UF_NORM_HELD_READ
-#undef UF_NORM_HELD_COL
 #undef UF_NORM_FWD_EXCLUSIVES
 #undef UF_NORM_FWD_ROW_STATS
 #undef UF_NORM_FWD_REDUCE
 #undef UF_NORM_FWD_STATS
+
+/* hc = h - mean (stored mean) and g = dy * weight, in place (hc holds h,
+ * g the weight on entry). */
+UF_FN void UF_VNAME(uf_norm_bwd_centre)(UF_ACC mean, const UF_ACC *dy, UF_ACC *hc, UF_ACC *g)
+{
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+    {
+        hc[e] -= mean;
+        g[e] *= dy[e];
+    }
+}
 
 /* One unit of the backward: h - mean (stored mean), dy, g = dy * weight. */
 UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64_t c0, UF_ACC mean,
@@ -331,11 +355,18 @@ UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64
     UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, dy);
     UF_ACC unused[UF_ACT_UNIT];
     UF_VNAME(uf_norm_affine)(a, c0, g, unused);
-    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-    {
-        hc[e] -= mean;
-        g[e] *= dy[e];
-    }
+    UF_VNAME(uf_norm_bwd_centre)(mean, dy, hc, g);
+}
+
+/* The same from a unit held as stored (norm_backward_held.h). */
+UF_FN void UF_VNAME(uf_norm_bwd_held_unit)(const uf_norm_args *a, int64_t c0, UF_ACC mean,
+                                           const uint32_t *hw, const uint32_t *yw, UF_ACC *hc,
+                                           UF_ACC *dy, UF_ACC *g)
+{
+    UF_VNAME(uf_unit_unpack)(hw, hc);
+    UF_VNAME(uf_unit_unpack)(yw, dy);
+    UF_VNAME(uf_norm_held_weight)(a, c0, g);
+    UF_VNAME(uf_norm_bwd_centre)(mean, dy, hc, g);
 }
 
 /* Adds a unit's sums of hc, g and g * hc over its first n elements (the
@@ -371,19 +402,37 @@ typedef struct UF_VNAME(uf_norm_grad_row) {
     UF_ACC mean_g, mean_ghat;
 } UF_VNAME(uf_norm_grad_row);
 
-UF_FN UF_VNAME(uf_norm_grad_row) UF_VNAME(uf_norm_grad_row_at)(const uf_norm_args *a, int64_t row,
-                                                               UF_ACC s_h, UF_ACC s_g, UF_ACC s_gh)
+/* A row's stored mean (0 for RMSNorm) and rstd. */
+#define UF_NORM_MEAN_AT(row) (layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0)
+#define UF_NORM_RSTD_AT(row) (((const UF_ACC *)a.rstd_in)[row])
+
+UF_FN UF_VNAME(uf_norm_grad_row)
+    UF_VNAME(uf_norm_grad_row_of)(const uf_norm_args *a, UF_ACC mean, UF_ACC rstd, UF_ACC s_h,
+                                  UF_ACC s_g, UF_ACC s_gh)
 {
     const int layer = a->kind == UF_NORM_LAYER;
     const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a->cols;
     UF_VNAME(uf_norm_grad_row) r;
-    r.mean = layer ? ((const UF_ACC *)a->mean_in)[row] : (UF_ACC)0;
-    r.rstd = ((const UF_ACC *)a->rstd_in)[row];
+    r.mean = mean;
+    r.rstd = rstd;
     r.delta = layer ? s_h * inv_n : (UF_ACC)0;
     r.mean_g = layer ? s_g * inv_n : (UF_ACC)0;
     /* mean(g * hhat) with hhat = (hc - delta) * rstd */
     r.mean_ghat = r.rstd * (s_gh - r.delta * s_g) * inv_n;
     return r;
+}
+
+/* dx of a unit from hc (becomes hhat) and g; dx holds dh_extra on entry
+ * where there is one. */
+UF_FN void UF_VNAME(uf_norm_bwd_dx_of)(const uf_norm_args *a, const UF_VNAME(uf_norm_grad_row) * r,
+                                       const UF_ACC *g, UF_ACC *hhat, UF_ACC *dx)
+{
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+    {
+        hhat[e] = (hhat[e] - r->delta) * r->rstd;
+        const UF_ACC v = r->rstd * (g[e] - r->mean_g - hhat[e] * r->mean_ghat);
+        dx[e] = a->dh_extra ? v + dx[e] : v;
+    }
 }
 
 /* Writes dx of one unit (plus dh_extra); leaves its dy and hhat in dy and
@@ -395,12 +444,7 @@ UF_FN void UF_VNAME(uf_norm_bwd_dx)(const uf_norm_args *a, int64_t base, int64_t
     UF_VNAME(uf_norm_bwd_unit)(a, base, c0, r->mean, hhat, dy, g);
     if (a->dh_extra)
         UF_VNAME(uf_row_load)((const UF_T *)a->dh_extra + base, c0, a->cols, a->vec, dx);
-    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-    {
-        hhat[e] = (hhat[e] - r->delta) * r->rstd;
-        const UF_ACC v = r->rstd * (g[e] - r->mean_g - hhat[e] * r->mean_ghat);
-        dx[e] = a->dh_extra ? v + dx[e] : v;
-    }
+    UF_VNAME(uf_norm_bwd_dx_of)(a, r, g, hhat, dx);
     UF_VNAME(uf_row_store)((UF_T *)a->y + base, c0, a->cols, a->vec, dx);
 }
 
@@ -418,7 +462,7 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             UF_ACC sh = 0, sg = 0, sgh = 0;
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
-                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                const UF_ACC mean = UF_NORM_MEAN_AT(row);
                 UF_UNROLL_BY(UF_NORM_UNITS)
                 for (int64_t c0 = (int64_t)(t % a.group) * UF_ACT_UNIT; c0 < a.cols;
                      c0 += (int64_t)a.group * UF_ACT_UNIT) {
@@ -437,8 +481,8 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
             if (row >= a.rows)
                 continue;
             const int64_t base = row * a.cols;
-            const UF_VNAME(uf_norm_grad_row) r =
-                UF_VNAME(uf_norm_grad_row_at)(&a, row, UF_X(s_h), UF_X(s_g), UF_X(s_gh));
+            const UF_VNAME(uf_norm_grad_row) r = UF_VNAME(uf_norm_grad_row_of)(
+                &a, UF_NORM_MEAN_AT(row), UF_NORM_RSTD_AT(row), UF_X(s_h), UF_X(s_g), UF_X(s_gh));
             if (a.shift && t % a.group == 0)
                 ((UF_ACC *)a.shift)[row] = r.delta;
             UF_UNROLL_BY(UF_NORM_UNITS)
@@ -450,6 +494,59 @@ UF_KERNEL(UF_VNAME(uf_norm_bwd), uf_norm_args, a)
         }
     }
 }
+
+/* The fused backwards' state in a logical block walking row chunk `chunk`:
+ * the column sums of dy * hhat (dw) and dy (db) of each thread's
+ * `units` units, the row sums, and the chunk's rows. */
+#define UF_NORM_FUSED_STATE(units)                                                                 \
+    UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);                                  \
+    UF_EXCLUSIVE_ARRAY(UF_ACC, dw, (units)*UF_ACT_UNIT);                                           \
+    UF_EXCLUSIVE_ARRAY(UF_ACC, db, (units)*UF_ACT_UNIT);                                           \
+    UF_EXCLUSIVE(UF_ACC, s_h);                                                                     \
+    UF_EXCLUSIVE(UF_ACC, s_g);                                                                     \
+    UF_EXCLUSIVE(UF_ACC, s_gh);                                                                    \
+    const int64_t r_begin = chunk * a.chunk_rows;                                                  \
+    const int64_t r_end = r_begin + a.chunk_rows < a.rows ? r_begin + a.chunk_rows : a.rows;       \
+    UF_THREADS (t) {                                                                               \
+        UF_UNROLL for (int i = 0; i < (units)*UF_ACT_UNIT; ++i) UF_X(dw)[i] = UF_X(db)[i] = 0;     \
+    }
+
+/* Adds a unit's dy * hhat and dy to the thread's column sums of unit k. */
+#define UF_NORM_FUSED_ADD(k, dy, hhat)                                                             \
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)                                                \
+    {                                                                                              \
+        UF_X(dw)[(k)*UF_ACT_UNIT + e] += (dy)[e] * (hhat)[e];                                      \
+        UF_X(db)[(k)*UF_ACT_UNIT + e] += (dy)[e];                                                  \
+    }
+
+/* The chunk's column sums, unit by unit: with one row slot, straight from
+ * registers; else the slots' sums through `sums` (blocks of
+ * UF_COLSUM_THREADS), added in slot order. */
+#define UF_NORM_FUSED_COLUMNS(units)                                                               \
+    for (int k = 0; a.partial && slots == 1 && k < (units); ++k) {                                 \
+        UF_THREADS (t) {                                                                           \
+            const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;                           \
+            UF_ACC *out = (UF_ACC *)a.partial + chunk * 2 * a.cols;                                \
+            for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {                             \
+                out[c0 + e] = UF_X(dw)[k * UF_ACT_UNIT + e];                                       \
+                out[a.cols + c0 + e] = UF_X(db)[k * UF_ACT_UNIT + e];                              \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    for (int k = 0; a.partial && slots > 1 && k < (units); ++k) {                                  \
+        UF_THREADS (t) {                                                                           \
+            UF_VNAME(uf_colsum_publish)                                                            \
+            (sums, t, &UF_X(dw)[k * UF_ACT_UNIT], &UF_X(db)[k * UF_ACT_UNIT]);                     \
+        }                                                                                          \
+        UF_BARRIER();                                                                              \
+        UF_THREADS (t) {                                                                           \
+            const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;                           \
+            if (t < a.group && c0 < a.cols)                                                        \
+                UF_VNAME(uf_colsum_combine)                                                        \
+            (sums, a.group, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols); \
+        }                                                                                          \
+        UF_BARRIER();                                                                              \
+    }
 
 /* The backward with the column sums fused in, for rows of up to
  * UF_NORM_UNITS units per thread. A logical block walks a chunk of
@@ -463,25 +560,14 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
     const int layer = a.kind == UF_NORM_LAYER;
     const int slots = UF_NTHREADS / a.group;
     UF_BLOCKS (chunk) {
-        UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
-        UF_EXCLUSIVE_ARRAY(UF_ACC, dw, UF_NORM_UNITS * UF_ACT_UNIT);
-        UF_EXCLUSIVE_ARRAY(UF_ACC, db, UF_NORM_UNITS * UF_ACT_UNIT);
-        UF_EXCLUSIVE(UF_ACC, s_h);
-        UF_EXCLUSIVE(UF_ACC, s_g);
-        UF_EXCLUSIVE(UF_ACC, s_gh);
-        const int64_t r_begin = chunk * a.chunk_rows;
-        const int64_t r_end = r_begin + a.chunk_rows < a.rows ? r_begin + a.chunk_rows : a.rows;
-        UF_THREADS (t) {
-            UF_UNROLL for (int i = 0; i < UF_NORM_UNITS * UF_ACT_UNIT; ++i) UF_X(dw)[i] =
-                UF_X(db)[i] = 0;
-        }
+        UF_NORM_FUSED_STATE(UF_NORM_UNITS);
         for (int64_t r0 = r_begin; r0 < r_end; r0 += slots) {
             UF_THREADS (t) {
                 const int64_t row = r0 + t / a.group;
                 UF_ACC sh = 0, sg = 0, sgh = 0;
                 if (row < r_end) {
                     const int64_t base = row * a.cols;
-                    const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[row] : (UF_ACC)0;
+                    const UF_ACC mean = UF_NORM_MEAN_AT(row);
                     UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
                     {
                         const int64_t c0 = ((int64_t)k * a.group + t % a.group) * UF_ACT_UNIT;
@@ -503,7 +589,8 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
                     continue;
                 const int64_t base = row * a.cols;
                 const UF_VNAME(uf_norm_grad_row) r =
-                    UF_VNAME(uf_norm_grad_row_at)(&a, row, UF_X(s_h), UF_X(s_g), UF_X(s_gh));
+                    UF_VNAME(uf_norm_grad_row_of)(&a, UF_NORM_MEAN_AT(row), UF_NORM_RSTD_AT(row),
+                                                  UF_X(s_h), UF_X(s_g), UF_X(s_gh));
                 UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
                 {
                     const int64_t c0 = ((int64_t)k * a.group + t % a.group) * UF_ACT_UNIT;
@@ -511,44 +598,23 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
                         continue;
                     UF_ACC dy[UF_ACT_UNIT], hhat[UF_ACT_UNIT];
                     UF_VNAME(uf_norm_bwd_dx)(&a, base, c0, &r, dy, hhat);
-                    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
-                    {
-                        UF_X(dw)[k * UF_ACT_UNIT + e] += dy[e] * hhat[e];
-                        UF_X(db)[k * UF_ACT_UNIT + e] += dy[e];
-                    }
+                    UF_NORM_FUSED_ADD(k, dy, hhat)
                 }
             }
         }
-        /* The chunk's column sums, unit by unit: with one row slot, straight
-         * from registers; else the slots' sums through `sums` (blocks of
-         * UF_COLSUM_THREADS), added in slot order. */
-        for (int k = 0; a.partial && slots == 1 && k < UF_NORM_UNITS; ++k) {
-            UF_THREADS (t) {
-                const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;
-                UF_ACC *out = (UF_ACC *)a.partial + chunk * 2 * a.cols;
-                for (int e = 0; e < UF_ACT_UNIT && c0 + e < a.cols; ++e) {
-                    out[c0 + e] = UF_X(dw)[k * UF_ACT_UNIT + e];
-                    out[a.cols + c0 + e] = UF_X(db)[k * UF_ACT_UNIT + e];
-                }
-            }
-        }
-        for (int k = 0; a.partial && slots > 1 && k < UF_NORM_UNITS; ++k) {
-            UF_THREADS (t) {
-                UF_VNAME(uf_colsum_publish)
-                (sums, t, &UF_X(dw)[k * UF_ACT_UNIT], &UF_X(db)[k * UF_ACT_UNIT]);
-            }
-            UF_BARRIER();
-            UF_THREADS (t) {
-                const int64_t c0 = ((int64_t)k * a.group + t) * UF_ACT_UNIT;
-                if (t < a.group && c0 < a.cols)
-                    UF_VNAME(uf_colsum_combine)
-                (sums, a.group, UF_NTHREADS, t, c0, a.cols,
-                 (UF_ACC *)a.partial + chunk * 2 * a.cols);
-            }
-            UF_BARRIER();
-        }
+        UF_NORM_FUSED_COLUMNS(UF_NORM_UNITS);
     }
 }
+
+/* The fused backward for rows of whole units, held (norm_backward_held.h):
+ * 2 units per thread where the row fits UF_NORM_FUSED_THREADS threads so,
+ * else 4. */
+#define UF_NORM_HELD_UNITS 2
+#define UF_NORM_HELD_KERNEL UF_VNAME(uf_norm_bwd_held2)
+#include "kernels/norm_backward_held.h"
+#define UF_NORM_HELD_UNITS 4
+#define UF_NORM_HELD_KERNEL UF_VNAME(uf_norm_bwd_held4)
+#include "kernels/norm_backward_held.h"
 
 /* Column sums of dy * hhat (dweight) and dy (dbias) per row chunk. */
 UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
@@ -571,9 +637,9 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
                  r += UF_NTHREADS / a.tpr) {
                 const int64_t base = r * a.cols;
                 /* (h - stored mean) - shift: the row's exact centring. */
-                const UF_ACC mean = layer ? ((const UF_ACC *)a.mean_in)[r] : (UF_ACC)0;
+                const UF_ACC mean = UF_NORM_MEAN_AT(r);
                 const UF_ACC shift = layer ? ((const UF_ACC *)a.shift)[r] : (UF_ACC)0;
-                const UF_ACC rstd = ((const UF_ACC *)a.rstd_in)[r];
+                const UF_ACC rstd = UF_NORM_RSTD_AT(r);
                 UF_ACC h[UF_ACT_UNIT], dy[UF_ACT_UNIT];
                 UF_VNAME(uf_row_load)((const UF_T *)a.x + base, c0, a.cols, a.vec, h);
                 UF_VNAME(uf_row_load)((const UF_T *)a.dy + base, c0, a.cols, a.vec, dy);
@@ -598,4 +664,11 @@ UF_KERNEL(UF_VNAME(uf_norm_cols), uf_norm_args, a)
 
 #undef UF_NORM_REDUCE_BWD_SUMS
 #undef UF_NORM_REDUCE
+#undef UF_NORM_FUSED_COLUMNS
+#undef UF_NORM_FUSED_ADD
+#undef UF_NORM_FUSED_STATE
+#undef UF_NORM_RSTD_AT
+#undef UF_NORM_MEAN_AT
+#undef UF_NORM_HELD_READ
+#undef UF_NORM_HELD_COL
 #include "kernels/dtype_unbind.h"

@@ -14,7 +14,9 @@
  * where the row is long enough; the row loops are unrolled by as much, so
  * that a thread's loads are in flight together rather than one 16-byte
  * load per barrier-separated pass (a plain literal: it goes into a pragma). */
+#ifndef UF_NORM_UNITS
 #define UF_NORM_UNITS 4
+#endif
 
 /* Largest block of the fused backward (uf_norm_bwd_fused): its column sums
  * take registers, so it is bounded below the largest block; rows of up to
@@ -40,7 +42,7 @@ typedef struct uf_norm_args {
     double eps;
     int group; /* threads per row */
     int vec;   /* every row of every tensor allows 16-byte access */
-    int whole; /* forward: vec, and rows of whole units (uf_norm_fwd_held) */
+    int whole; /* vec, and rows of whole units (uf_norm_fwd_held, norm_backward_held.h) */
     int tpr;   /* column pass: threads across a row */
     int64_t col_tiles, chunk_rows, nchunks;
 } uf_norm_args;
@@ -55,6 +57,10 @@ typedef struct uf_norm_args {
     UF_NORM_DECLARE_ONE(bwd, dt, 1)                                                                \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, 1)                                                          \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, vec)                                                        \
+    UF_NORM_DECLARE_ONE(bwd_held2, dt, 1)                                                          \
+    UF_NORM_DECLARE_ONE(bwd_held2, dt, vec)                                                        \
+    UF_NORM_DECLARE_ONE(bwd_held4, dt, 1)                                                          \
+    UF_NORM_DECLARE_ONE(bwd_held4, dt, vec)                                                        \
     UF_NORM_DECLARE_ONE(bwd, dt, vec)                                                              \
     UF_NORM_DECLARE_ONE(cols, dt, 1) UF_NORM_DECLARE_ONE(cols, dt, vec)
 

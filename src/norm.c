@@ -12,7 +12,15 @@
 
 typedef uf_status (*uf_norm_launcher)(const uf_launch *, const uf_norm_args *);
 
-enum { PASS_FWD, PASS_FWD_HELD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
+enum {
+    PASS_FWD,
+    PASS_FWD_HELD,
+    PASS_BWD,
+    PASS_BWD_FUSED,
+    PASS_BWD_HELD2,
+    PASS_BWD_HELD4,
+    PASS_COLS
+};
 
 /* Indexed [pass][dtype - 1][vectorised]. */
 #define UF_NORM_ROW(pass, dt, vec)                                                                 \
@@ -24,9 +32,9 @@ enum { PASS_FWD, PASS_FWD_HELD, PASS_BWD, PASS_BWD_FUSED, PASS_COLS };
         UF_NORM_ROW(pass, f32, 4), UF_NORM_ROW(pass, f16, 8), UF_NORM_ROW(pass, bf16, 8),          \
             UF_NORM_ROW(pass, f64, 2)                                                              \
     }
-static const uf_norm_launcher launchers[5][4][2] = {UF_NORM_PASS(fwd), UF_NORM_PASS(fwd_held),
-                                                    UF_NORM_PASS(bwd), UF_NORM_PASS(bwd_fused),
-                                                    UF_NORM_PASS(cols)};
+static const uf_norm_launcher launchers[7][4][2] = {
+    UF_NORM_PASS(fwd),       UF_NORM_PASS(fwd_held),  UF_NORM_PASS(bwd), UF_NORM_PASS(bwd_fused),
+    UF_NORM_PASS(bwd_held2), UF_NORM_PASS(bwd_held4), UF_NORM_PASS(cols)};
 
 /* Byte sizes of one call's operands. */
 typedef struct sizes {
@@ -107,6 +115,13 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
 #define UF_NORM_HELD_BYTES 4
 #endif
 
+/* Element sizes up to which the fused backward holds rows of whole units
+ * in registers between its passes (kernels/norm_backward_held.h) rather
+ * than reading them again (0: never; for measuring one against the other). */
+#ifndef UF_NORM_BWD_HELD_BYTES
+#define UF_NORM_BWD_HELD_BYTES 4
+#endif
+
 /* The forward's launch, on the current device (the stream's). */
 static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
 {
@@ -126,13 +141,13 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
 }
 
 /* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS
- * threads' UF_NORM_UNITS units (*fused = 0 when the row is longer): rows of
+ * threads' `per_thread` units (*fused = 0 when the row is longer): rows of
  * up to a warp go UF_COLSUM_THREADS threads to a block, several rows at a
  * time; a longer row has a block of its own, as many threads as it needs.
  * The rows are cut into about as many chunks as the device holds blocks at
  * once (a chunk's column sums are written once, then added by
  * uf_colsum_reduce). */
-static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int *fused)
+static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int per_thread, int *fused)
 {
     uf_device_limits lim;
     const uf_status st = ufb_device_limits(&lim);
@@ -140,7 +155,7 @@ static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int *fused)
     if (st != UF_OK)
         return st;
     const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
-    const int64_t wanted = (units + UF_NORM_UNITS - 1) / UF_NORM_UNITS;
+    const int64_t wanted = (units + per_thread - 1) / per_thread;
     int group = 1;
     while (group < wanted)
         group *= 2;
@@ -161,10 +176,10 @@ static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int *fused)
     return UF_OK;
 }
 
-/* The fused backward: one kernel for dx and the chunks' column sums, then
- * their reduction. */
+/* The fused backward (`pass`): one kernel for dx and the chunks' column
+ * sums, then their reduction. */
 static uf_status queue_fused(const uf_norm_desc *desc, uf_norm_args *a, const uf_launch *l,
-                             void *dw, void *db, uf_stream stream)
+                             int pass, void *dw, void *db, uf_stream stream)
 {
     uf_colsum_args sums = {NULL, {dw, db}, a->cols, a->nchunks};
     uf_status st = UF_OK;
@@ -174,7 +189,7 @@ static uf_status queue_fused(const uf_norm_desc *desc, uf_norm_args *a, const uf
             return st;
         a->partial = (void *)sums.partial;
     }
-    st = launchers[PASS_BWD_FUSED][desc->dtype - 1][a->vec](l, a);
+    st = launchers[pass][desc->dtype - 1][a->vec](l, a);
     return dw || db ? uf_colsum_finish(&sums, desc->dtype, st, stream) : st;
 }
 
@@ -185,10 +200,26 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
                                 size_t stats_bytes, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0, 0};
-    int fused = 0;
-    uf_status st = plan_fused(a, &l, &fused);
+    int fused = 0, pass = PASS_BWD_FUSED;
+    uf_status st = UF_OK;
+    const size_t es = uf_dtype_size(desc->dtype);
+    if (a->whole && es <= UF_NORM_BWD_HELD_BYTES) {
+        /* 2 units per thread where the row fits a block so; else 4, but
+         * only for 16-bit rows (fp32's 4 held units spill, and the fused
+         * kernel was as fast there on the H200). */
+        st = plan_fused(a, &l, 2, &fused);
+        pass = PASS_BWD_HELD2;
+        if (st == UF_OK && !fused && es <= 2) {
+            st = plan_fused(a, &l, 4, &fused);
+            pass = PASS_BWD_HELD4;
+        }
+    }
+    if (st == UF_OK && !fused) {
+        st = plan_fused(a, &l, UF_NORM_UNITS, &fused);
+        pass = PASS_BWD_FUSED;
+    }
     if (st != UF_OK || fused)
-        return st != UF_OK ? st : queue_fused(desc, a, &l, dw, db, stream);
+        return st != UF_OK ? st : queue_fused(desc, a, &l, pass, dw, db, stream);
     st = plan_rows(a, &l);
     if (st != UF_OK)
         return st;
@@ -322,6 +353,7 @@ uf_status uf_norm_backward(const uf_norm_desc *desc, const void *h, const void *
     }
     const void *ptrs[] = {h, a.weight, dy, dh_extra, dx};
     a.vec = vec_ok(desc, ptrs, 5);
+    a.whole = a.vec && desc->cols % UF_ACT_UNIT == 0;
     uf_device_scope scope;
     st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)

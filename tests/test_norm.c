@@ -337,6 +337,75 @@ static void forward_in_place(void **state)
             }
 }
 
+/* dx without dh_extra gives the bits of dx with a zero dh_extra, and dx
+ * written over dh_extra, or over dy without column sums, the bits of dx
+ * written apart: rows of whole aligned units (held between the passes) and
+ * rows with a tail, one and several rows per block, LayerNorm and RMSNorm. */
+static void backward_in_place(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t shapes[][2] = {{37, 8}, {67, 768}, {9, 1000}, {5, 16384}, {7, 771}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+        for (size_t d = 0; d < NDTYPES; ++d)
+            for (int kind = UF_NORM_LAYER; kind <= UF_NORM_RMS; ++kind) {
+                const int64_t rows = shapes[s][0], cols = shapes[s][1];
+                const size_t n = (size_t)(rows * cols), es = uf_dtype_size(dtypes[d]);
+                const int layer = kind == UF_NORM_LAYER;
+                const uf_norm_desc desc = {
+                    (uf_norm_kind)kind, dtypes[d], rows, cols, 1e-5, 1, layer, 0};
+                double *x = values(n, -2, 2, 50 + s, dtypes[d]);
+                double *dy = values(n, -1, 1, 60 + s, dtypes[d]);
+                double *w = values((size_t)cols, 0.5, 1.5, 70, dtypes[d]);
+                double *zero = calloc(n, sizeof *zero);
+                assert_non_null(zero);
+                void *bx, *bdy, *bw, *bdx, *bz, *bdy2, *bst, *bcol;
+                void *gx = th_upload(x, n, dtypes[d], 0, &bx),
+                     *gdy = th_upload(dy, n, dtypes[d], 0, &bdy);
+                void *gw = th_upload(w, (size_t)cols, dtypes[d], 0, &bw);
+                void *gdx = th_upload(zero, n, dtypes[d], 0, &bdx);
+                void *gz = th_upload(zero, n, dtypes[d], 0, &bz);
+                void *gdy2 = th_upload(dy, n, dtypes[d], 0, &bdy2);
+                assert_int_equal(uf_malloc(&bst, 2 * (size_t)rows * 8), UF_OK);
+                assert_int_equal(uf_malloc(&bcol, 2 * (size_t)cols * es), UF_OK);
+                char *st = bst, *col = bcol;
+                char *rstd = st + (size_t)rows * 8;
+                assert_int_equal(
+                    uf_norm_forward(&desc, gx, NULL, gw, gw, gdx, NULL, st, rstd, NULL), UF_OK);
+                void *db = layer ? col + (size_t)cols * es : NULL;
+                /* apart, no dh_extra; over a zero dh_extra; over dy */
+                assert_int_equal(
+                    uf_norm_backward(&desc, gx, gw, st, rstd, gdy, NULL, gdx, col, db, NULL),
+                    UF_OK);
+                assert_int_equal(
+                    uf_norm_backward(&desc, gx, gw, st, rstd, gdy, gz, gz, col, db, NULL), UF_OK);
+                assert_int_equal(
+                    uf_norm_backward(&desc, gx, gw, st, rstd, gdy2, NULL, gdy2, NULL, NULL, NULL),
+                    UF_OK);
+                unsigned char *apart = th_malloc(n * es), *over = th_malloc(n * es);
+                assert_int_equal(uf_device_synchronize(), UF_OK);
+                assert_int_equal(uf_memcpy(apart, gdx, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
+                assert_int_equal(uf_memcpy(over, gz, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
+                assert_memory_equal(apart, over, n * es);
+                assert_int_equal(uf_memcpy(over, gdy2, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
+                assert_memory_equal(apart, over, n * es);
+                free(apart);
+                free(over);
+                free(x);
+                free(dy);
+                free(w);
+                free(zero);
+                uf_free(bx);
+                uf_free(bdy);
+                uf_free(bw);
+                uf_free(bdx);
+                uf_free(bz);
+                uf_free(bdy2);
+                uf_free(bst);
+                uf_free(bcol);
+            }
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -412,6 +481,7 @@ int main(void)
         cmocka_unit_test(constant_rows_and_large_offset),
         cmocka_unit_test(deterministic_column_sums),
         cmocka_unit_test(forward_in_place),
+        cmocka_unit_test(backward_in_place),
         cmocka_unit_test(statuses),
     };
     return TH_RUN("norm", tests);

@@ -1,0 +1,88 @@
+/*
+ * The fused norm backward for rows of whole, aligned units
+ * (uf_norm_args.whole), a template that norm.h includes once per count of
+ * units per thread: define UF_NORM_HELD_UNITS and UF_NORM_HELD_KERNEL (the
+ * kernel's name) first.
+ *
+ * The arithmetic of uf_norm_bwd_fused, but each thread holds its units of h
+ * and dy as stored from the first thread loop to the second instead of
+ * reading them again, loads the row's mean and rstd together with them, and
+ * LayerNorm's three row sums share one pair of barriers. A unit past the
+ * row's end is read as in uf_norm_fwd_held and left unused. Fewer units per
+ * thread mean more threads per row and fewer registers for the column sums;
+ * src/norm.c takes 2 where the row fits UF_NORM_FUSED_THREADS threads so
+ * (faster on the H200: f16 [16384, 4096] 40 -> 52% of copy), else 4.
+ */
+UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
+{
+    const int layer = a.kind == UF_NORM_LAYER;
+    const int slots = UF_NTHREADS / a.group;
+    UF_BLOCKS (chunk) {
+        UF_NORM_FUSED_STATE(UF_NORM_HELD_UNITS);
+        UF_EXCLUSIVE_ARRAY(uint32_t, hw, UF_NORM_HELD_UNITS * UF_UNIT_WORDS);
+        UF_EXCLUSIVE_ARRAY(uint32_t, yw, UF_NORM_HELD_UNITS * UF_UNIT_WORDS);
+        UF_EXCLUSIVE(UF_ACC, mean);
+        UF_EXCLUSIVE(UF_ACC, rstd);
+        for (int64_t r0 = r_begin; r0 < r_end; r0 += slots) {
+            UF_THREADS (t) {
+                const int64_t row = r0 + t / a.group;
+                const int lane = t % a.group;
+                UF_ACC sh = 0, sg = 0, sgh = 0;
+                if (row < r_end) {
+                    const int64_t base = row * a.cols;
+                    UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_HELD_UNITS, UF_X(hw));
+                    UF_VNAME(uf_norm_held_read)(&a, a.dy, base, lane, UF_NORM_HELD_UNITS, UF_X(yw));
+                    UF_X(mean) = UF_NORM_MEAN_AT(row);
+                    UF_X(rstd) = UF_NORM_RSTD_AT(row);
+                    UF_UNROLL for (int k = 0; k < UF_NORM_HELD_UNITS; ++k)
+                    {
+                        const int64_t c0 = UF_NORM_HELD_COL(&a, k, lane);
+                        if (c0 >= a.cols)
+                            continue;
+                        UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
+                        UF_VNAME(uf_norm_bwd_held_unit)
+                        (&a, c0, UF_X(mean), &UF_X(hw)[k * UF_UNIT_WORDS],
+                         &UF_X(yw)[k * UF_UNIT_WORDS], hc, dy, g);
+                        UF_VNAME(uf_norm_bwd_sums)(layer, hc, g, UF_ACT_UNIT, &sh, &sg, &sgh);
+                    }
+                }
+                UF_X(s_h) = sh;
+                UF_X(s_g) = sg;
+                UF_X(s_gh) = sgh;
+            }
+            UF_NORM_REDUCE_BWD_SUMS();
+            UF_THREADS (t) {
+                const int64_t row = r0 + t / a.group;
+                const int lane = t % a.group;
+                if (row >= r_end)
+                    continue;
+                const int64_t base = row * a.cols;
+                const UF_VNAME(uf_norm_grad_row) r = UF_VNAME(uf_norm_grad_row_of)(
+                    &a, UF_X(mean), UF_X(rstd), UF_X(s_h), UF_X(s_g), UF_X(s_gh));
+                UF_UNROLL for (int k = 0; k < UF_NORM_HELD_UNITS; ++k)
+                {
+                    const int64_t c0 = UF_NORM_HELD_COL(&a, k, lane);
+                    if (c0 >= a.cols)
+                        continue;
+                    UF_ACC hhat[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
+                    uint32_t vw[UF_UNIT_WORDS];
+                    UF_VNAME(uf_norm_bwd_held_unit)
+                    (&a, c0, r.mean, &UF_X(hw)[k * UF_UNIT_WORDS], &UF_X(yw)[k * UF_UNIT_WORDS],
+                     hhat, dy, g);
+                    if (a.dh_extra) {
+                        UF_VNAME(uf_unit_load_whole)((const UF_T *)a.dh_extra + base, c0, vw);
+                        UF_VNAME(uf_unit_unpack)(vw, dx);
+                    }
+                    UF_VNAME(uf_norm_bwd_dx_of)(&a, &r, g, hhat, dx);
+                    UF_VNAME(uf_unit_pack)(dx, vw);
+                    UF_VNAME(uf_unit_store_whole)((UF_T *)a.y + base, c0, vw);
+                    UF_NORM_FUSED_ADD(k, dy, hhat)
+                }
+            }
+        }
+        UF_NORM_FUSED_COLUMNS(UF_NORM_HELD_UNITS);
+    }
+}
+
+#undef UF_NORM_HELD_KERNEL
+#undef UF_NORM_HELD_UNITS

@@ -132,6 +132,25 @@ UF_FN void UF_VNAME(uf_softmax_load_logits)(const uf_softmax_args *a,
 /* The subtrahend that keeps exp finite-or-zero when every key is hidden. */
 #define UF_MAX_REF(m) ((m) == (UF_ACC)-INFINITY ? (UF_ACC)0 : (m))
 
+/* Thread t's online merge of a row's (max, sum) partials p[2k], p[2k + 1]
+ * for k = t, t + nthreads, ... < nchunks, in that order, into *m, *s. Read
+ * through UF_GROUP_READ: on the span path other blocks of the same launch
+ * wrote them. */
+UF_FN void UF_VNAME(uf_softmax_fold)(const UF_ACC *p, int64_t nchunks, int t, int nthreads,
+                                     UF_ACC *m, UF_ACC *s)
+{
+    UF_ACC mt = (UF_ACC)-INFINITY, st = 0;
+    for (int64_t k = t; k < nchunks; k += nthreads) {
+        const UF_ACC pm = UF_GROUP_READ(UF_ACC, &p[2 * k]);
+        const UF_ACC ps = UF_GROUP_READ(UF_ACC, &p[2 * k + 1]);
+        const UF_ACC cm = pm > mt ? pm : mt, ref = UF_MAX_REF(cm);
+        st = st * UF_EXP_ACC(mt - ref) + ps * UF_EXP_ACC(pm - ref);
+        mt = cm;
+    }
+    *m = mt;
+    *s = st;
+}
+
 /* 1/sum, with an empty row (sum 0) giving zeros and a +inf maximum NaN. */
 UF_FN UF_ACC UF_VNAME(uf_softmax_inverse)(UF_ACC row_max, UF_ACC sum)
 {
@@ -214,17 +233,9 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     UF_EXCLUSIVE(UF_ACC, part_sum);                                                                \
     UF_EXCLUSIVE(UF_ACC, row_max);                                                                 \
     UF_THREADS (t) {                                                                               \
-        const UF_ACC *p = (const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks;     \
-        UF_ACC mt = (UF_ACC)-INFINITY, st = 0;                                                     \
-        for (int64_t k = t; k < (a).nchunks; k += UF_NTHREADS) {                                   \
-            const UF_ACC pm = UF_GROUP_READ(UF_ACC, &p[2 * k]);                                    \
-            const UF_ACC ps = UF_GROUP_READ(UF_ACC, &p[2 * k + 1]);                                \
-            const UF_ACC cm = pm > mt ? pm : mt, ref = UF_MAX_REF(cm);                             \
-            st = st * UF_EXP_ACC(mt - ref) + ps * UF_EXP_ACC(pm - ref);                            \
-            mt = cm;                                                                               \
-        }                                                                                          \
-        UF_X(part_max) = mt;                                                                       \
-        UF_X(part_sum) = st;                                                                       \
+        UF_VNAME(uf_softmax_fold)                                                                  \
+        ((const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks, (a).nchunks, t,      \
+         UF_NTHREADS, &UF_X(part_max), &UF_X(part_sum));                                           \
     }                                                                                              \
     UF_SOFTMAX_COMBINE(part_max, part_sum, row_max);                                               \
     UF_THREADS (t) {                                                                               \
@@ -318,16 +329,9 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
         UF_THREADS (t) {
             /* Every block of the row combines the same partials in the same
              * order, so all chunks agree on the row's max and sum. */
-            const UF_ACC *p = (const UF_ACC *)a.partial + 2 * row * a.nchunks;
-            UF_ACC mt = (UF_ACC)-INFINITY, st = 0;
-            for (int64_t k = t; k < a.nchunks; k += UF_NTHREADS) {
-                const UF_ACC pm = p[2 * k], ps = p[2 * k + 1];
-                const UF_ACC cm = pm > mt ? pm : mt, ref = UF_MAX_REF(cm);
-                st = st * UF_EXP_ACC(mt - ref) + ps * UF_EXP_ACC(pm - ref);
-                mt = cm;
-            }
-            UF_X(m) = mt;
-            UF_X(s) = st;
+            UF_VNAME(uf_softmax_fold)
+            ((const UF_ACC *)a.partial + 2 * row * a.nchunks, a.nchunks, t, UF_NTHREADS, &UF_X(m),
+             &UF_X(s));
         }
         UF_SOFTMAX_COMBINE(m, s, row_max);
         UF_THREADS (t) {

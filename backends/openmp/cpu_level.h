@@ -1,6 +1,7 @@
 /*
  * Kernel copies for newer x86-64 instruction sets. Meson compiles the
- * kernel sources that profit (those that draw dropout masks) three times:
+ * kernel sources that profit (those that draw dropout masks, and the
+ * softmax forward) three times:
  * for baseline x86-64, for x86-64-v3 (AVX2, FMA) and for x86-64-v4
  * (AVX-512), defining UF_CPU_ISA to v3 or v4 in the copies and
  * UF_CPU_DISPATCH in the baseline compile, whose launchers then run the

@@ -219,13 +219,16 @@ UF_KERNEL(UF_VNAME(uf_norm_fwd), uf_norm_args, a)
 }
 
 /* The forward for rows of whole, aligned units (see uf_norm_args.whole) of
- * at most UF_NORM_HELD_THREADS threads' UF_NORM_UNITS units each: the row
+ * at most UF_NORM_HELD_THREADS threads' UF_NORM_FWD_HELD_UNITS units each: the row
  * is read once, each thread holding its units (and the residual's) as
  * stored, two 16-bit values to a register, until y is written. A unit past
  * the row's end is read at the row's last unit instead and left unused, so
  * that the loads carry no branch and are in flight together; a missing
  * weight or bias is read from the row's own x and replaced by 1 or 0, for
  * the same reason. Same arithmetic as uf_norm_fwd. */
+
+/* Units per thread of uf_norm_fwd_held in this instantiation. */
+#define UF_NORM_FWD_HELD_UNITS UF_NORM_FWD_UNITS((int)sizeof(UF_T))
 
 /* Column of thread `lane`'s unit k, and the column it reads there. */
 #define UF_NORM_HELD_COL(a_, k, lane) (((int64_t)(k) * (a_)->group + (lane)) * UF_ACT_UNIT)
@@ -259,7 +262,7 @@ UF_FN void UF_VNAME(uf_norm_held_out)(const uf_norm_args *a, int64_t base, int l
 {
     const UF_T *own = (const UF_T *)a->x + base; /* stands in for a missing vector */
     const void *wv = a->weight ? a->weight : own, *bv = a->bias ? a->bias : own;
-    UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+    UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
     {
         const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
         uint32_t vw[UF_UNIT_WORDS];
@@ -289,21 +292,21 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THRE
     const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
     UF_BLOCKS (b) {
         UF_NORM_FWD_EXCLUSIVES();
-        UF_EXCLUSIVE_ARRAY(uint32_t, xw, UF_NORM_UNITS * UF_UNIT_WORDS);
-        UF_EXCLUSIVE_ARRAY(uint32_t, rw, UF_NORM_UNITS * UF_UNIT_WORDS);
+        UF_EXCLUSIVE_ARRAY(uint32_t, xw, UF_NORM_FWD_HELD_UNITS * UF_UNIT_WORDS);
+        UF_EXCLUSIVE_ARRAY(uint32_t, rw, UF_NORM_FWD_HELD_UNITS * UF_UNIT_WORDS);
         UF_THREADS (t) {
             const int64_t row = b * rows_per_block + t / a.group;
             const int lane = t % a.group;
             UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
             if (row < a.rows) {
                 const int64_t base = row * a.cols;
-                UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_UNITS, UF_X(xw));
+                UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_FWD_HELD_UNITS, UF_X(xw));
                 if (a.residual)
                     UF_VNAME(uf_norm_held_read)
-                    (&a, a.residual, base, lane, UF_NORM_UNITS, UF_X(rw));
+                (&a, a.residual, base, lane, UF_NORM_FWD_HELD_UNITS, UF_X(rw));
                 if (layer)
                     p = UF_VNAME(uf_norm_pivot)(&a, base);
-                UF_UNROLL for (int k = 0; k < UF_NORM_UNITS; ++k)
+                UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
                 {
                     if (UF_NORM_HELD_COL(&a, k, lane) >= a.cols)
                         continue;
@@ -331,6 +334,7 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THRE
     }
 }
 
+#undef UF_NORM_FWD_HELD_UNITS
 #undef UF_NORM_FWD_EXCLUSIVES
 #undef UF_NORM_FWD_ROW_STATS
 #undef UF_NORM_FWD_REDUCE

@@ -73,10 +73,10 @@ static uf_status check_desc(const uf_norm_desc *d, uf_norm_args *a, sizes *z)
     return st;
 }
 
-/* Threads per row (enough for UF_NORM_UNITS units each, a power of two) and
+/* Threads per row (enough for `per_thread` units each, a power of two) and
  * block shape: up to a warp per row with several rows per block, or one row
  * per block of up to the largest block. */
-static uf_status plan_rows(uf_norm_args *a, uf_launch *l)
+static uf_status plan_rows(uf_norm_args *a, uf_launch *l, int per_thread)
 {
     uf_device_limits lim;
     const uf_status st = ufb_device_limits(&lim);
@@ -87,7 +87,7 @@ static uf_status plan_rows(uf_norm_args *a, uf_launch *l)
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
     const int64_t units = (a->cols + UF_ACT_UNIT - 1) / UF_ACT_UNIT;
-    const int64_t wanted = (units + UF_NORM_UNITS - 1) / UF_NORM_UNITS;
+    const int64_t wanted = (units + per_thread - 1) / per_thread;
     int group = 1;
     while (group < wanted && group < max_threads)
         group *= 2;
@@ -126,15 +126,16 @@ static int vec_ok(const uf_norm_desc *d, const void *const *ptrs, int n)
 static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_stream stream)
 {
     uf_launch l = {0, 0, stream, 0, 0};
-    const uf_status st = plan_rows(a, &l);
+    const size_t es = uf_dtype_size(desc->dtype);
+    const int units = UF_NORM_FWD_UNITS((int)es);
+    const uf_status st = plan_rows(a, &l, units);
     if (st != UF_OK)
         return st;
     /* fp32 rows that hold a block of more than 256 threads without a
      * residual: the kernel that reads twice, at half the registers, keeps
      * two blocks per multiprocessor and was faster on the H200. */
-    const size_t es = uf_dtype_size(desc->dtype);
     const int held = a->whole && es <= UF_NORM_HELD_BYTES &&
-                     (int64_t)a->group * UF_NORM_UNITS * UF_ACT_UNIT >= a->cols &&
+                     (int64_t)a->group * units * UF_ACT_UNIT >= a->cols &&
                      l.threads <= UF_NORM_HELD_THREADS &&
                      (es <= 2 || a->residual || l.threads <= UF_NORM_HELD_THREADS / 2);
     return launchers[held ? PASS_FWD_HELD : PASS_FWD][desc->dtype - 1][a->vec](&l, a);
@@ -220,7 +221,7 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
     }
     if (st != UF_OK || fused)
         return st != UF_OK ? st : queue_fused(desc, a, &l, pass, dw, db, stream);
-    st = plan_rows(a, &l);
+    st = plan_rows(a, &l, UF_NORM_UNITS);
     if (st != UF_OK)
         return st;
     const int columns = dw || db;

@@ -243,7 +243,7 @@ UF_FN void UF_VNAME(uf_norm_held_read)(const uf_norm_args *a, const void *tensor
         &w[k * UF_UNIT_WORDS]);
 }
 
-/* Unit k of thread `lane`'s weight (1 where there is none). */
+/* The weight of the unit at column c0 (1 where there is none). */
 UF_FN void UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int64_t c0, UF_ACC *w)
 {
     if (!a->weight) {

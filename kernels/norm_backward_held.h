@@ -11,7 +11,9 @@
  * row's end is read as in uf_norm_fwd_held and left unused. Fewer units per
  * thread mean more threads per row and fewer registers for the column sums;
  * src/norm.c takes 2 where the row fits UF_NORM_FUSED_THREADS threads so
- * (faster on the H200: f16 [16384, 4096] 40 -> 52% of copy), else 4.
+ * (faster on the H200: f16 [16384, 4096] 40 -> 52% of copy), else 4 for
+ * 16-bit rows (fp32 rows that long take uf_norm_bwd_fused: 4 held fp32
+ * units spill).
  */
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
 {

@@ -212,6 +212,56 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     }                                                                                              \
     UF_BLOCK_SUM(s)
 
+/* Register paths whose rows span the block (group > UF_WARP), between
+ * thread loops: every thread's maximum m and its sum s relative to it
+ * become the block's maximum and its sum relative to that in one round
+ * through shared memory (two barriers, where a block max and then a block
+ * sum take four); `own` becomes exp(thread max - block max), which brings
+ * the thread's exps, taken against its own maximum, to the block's. */
+/* Where the register paths reduce a block's maximum and sum together: in
+ * fp32 and fp64 (on the H200 f32 rows of 16384 keys 85-86 -> 91% of copy);
+ * the 16-bit kernels, which already spill at their 64 registers, lost 2-5
+ * points with it at 128-4096 keys and keep a block max, then a block sum. */
+#define UF_SOFTMAX_PAIRS ((int)sizeof(UF_T) >= 4)
+
+#define UF_SOFTMAX_BLOCK_PAIRS(m, s, own)                                                          \
+    UF_SHARED(UF_ACC, pairs_, 2 * (UF_MAX_THREADS / UF_WARP));                                     \
+    UF_EXCLUSIVE(UF_ACC, wm_);                                                                     \
+    UF_EXCLUSIVE(UF_ACC, ws_);                                                                     \
+    UF_THREADS (t) {                                                                               \
+        UF_X(wm_) = UF_X(m);                                                                       \
+    }                                                                                              \
+    UF_WARP_MAX(wm_, UF_WARP);                                                                     \
+    UF_THREADS (t) {                                                                               \
+        UF_X(ws_) = UF_X(s) * UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(wm_)));                         \
+    }                                                                                              \
+    UF_WARP_SUM(ws_, UF_WARP);                                                                     \
+    UF_BARRIER(); /* the previous row's readers of pairs_ are done */                              \
+    UF_THREADS (t) {                                                                               \
+        if (t % UF_WARP == 0) {                                                                    \
+            pairs_[2 * (t / UF_WARP)] = UF_X(wm_);                                                 \
+            pairs_[2 * (t / UF_WARP) + 1] = UF_X(ws_);                                             \
+        }                                                                                          \
+    }                                                                                              \
+    UF_BARRIER();                                                                                  \
+    UF_THREADS (t) {                                                                               \
+        const int lane_ = t % UF_WARP, warps_ = UF_NTHREADS / UF_WARP;                             \
+        UF_X(wm_) = lane_ < warps_ ? pairs_[2 * lane_] : (UF_ACC)-INFINITY;                        \
+        UF_X(ws_) = lane_ < warps_ ? pairs_[2 * lane_ + 1] : (UF_ACC)0;                            \
+        UF_X(own) = UF_X(wm_);                                                                     \
+    }                                                                                              \
+    UF_WARP_MAX(own, UF_WARP);                                                                     \
+    UF_THREADS (t) {                                                                               \
+        UF_X(ws_) *= UF_EXP_ACC(UF_X(wm_) - UF_MAX_REF(UF_X(own)));                                \
+    }                                                                                              \
+    UF_WARP_SUM(ws_, UF_WARP);                                                                     \
+    UF_THREADS (t) {                                                                               \
+        const UF_ACC block_max_ = UF_X(own);                                                       \
+        UF_X(own) = UF_EXP_ACC(UF_X(m) - UF_MAX_REF(block_max_));                                  \
+        UF_X(m) = block_max_;                                                                      \
+        UF_X(s) = UF_X(ws_);                                                                       \
+    }
+
 /* Span path, between thread loops, after the block's reductions: block b
  * stores its chunk's (m, s) in `partial` and counts itself in; once every
  * chunk of the row is in, the block folds the row's partials, a few per
@@ -345,5 +395,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 #undef UF_MAX_REF
 #undef UF_SOFTMAX_BY_KIND
 #undef UF_SOFTMAX_COMBINE
+#undef UF_SOFTMAX_BLOCK_PAIRS
+#undef UF_SOFTMAX_PAIRS
 #undef UF_SOFTMAX_SPAN_EXCHANGE
 #include "kernels/dtype_unbind.h"

@@ -48,6 +48,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
         UF_EXCLUSIVE_ARRAY(UF_ACC, v, UF_REG_N);
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
+        UF_EXCLUSIVE(UF_ACC, own); /* UF_SOFTMAX_BLOCK_PAIRS */
         UF_THREADS (t) {
             int64_t first;
             const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
@@ -59,9 +60,13 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) mt = UF_X(v)[i] > mt ? UF_X(v)[i] : mt;
             UF_X(m) = mt;
         }
+        /* A row of a warp or less (and a 16-bit row) reduces its maximum
+         * first and takes its exps against it; a longer row takes each
+         * thread's exps against the thread's own maximum and reduces
+         * maximum and sum together (UF_SOFTMAX_PAIRS). */
         if (group <= UF_WARP)
             UF_WARP_MAX(m, group);
-        else
+        else if (!UF_SOFTMAX_PAIRS)
             UF_BLOCK_MAX(m);
         UF_THREADS (t) {
             const UF_ACC ref = UF_MAX_REF(UF_X(m));
@@ -73,10 +78,13 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             }
             UF_X(s) = st;
         }
-        if (group <= UF_WARP)
+        if (group <= UF_WARP) {
             UF_WARP_SUM(s, group);
-        else
+        } else if (!UF_SOFTMAX_PAIRS) {
             UF_BLOCK_SUM(s);
+        } else {
+            UF_SOFTMAX_BLOCK_PAIRS(m, s, own);
+        }
 #if UF_REG_SPAN
         UF_SOFTMAX_SPAN_EXCHANGE(a, b, m, s);
 #endif
@@ -86,7 +94,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
-            const UF_ACC inv = UF_VNAME(uf_softmax_inverse)(UF_X(m), UF_X(s));
+            const UF_ACC inv = (group <= UF_WARP || !UF_SOFTMAX_PAIRS ? (UF_ACC)1 : UF_X(own)) *
+                               UF_VNAME(uf_softmax_inverse)(UF_X(m), UF_X(s));
             UF_T *y = (UF_T *)a.out + row * a.sk;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {

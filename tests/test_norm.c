@@ -193,6 +193,18 @@ static size_t check(const norm_case *c, const char *what)
     return bad;
 }
 
+/* The device buffers a and b hold the same bytes (after the queued work). */
+static void assert_same_bytes(const void *a, const void *b, size_t bytes)
+{
+    unsigned char *ha = th_malloc(bytes), *hb = th_malloc(bytes);
+    assert_int_equal(uf_device_synchronize(), UF_OK);
+    assert_int_equal(uf_memcpy(ha, a, bytes, UF_DEVICE_TO_HOST, NULL), UF_OK);
+    assert_int_equal(uf_memcpy(hb, b, bytes, UF_DEVICE_TO_HOST, NULL), UF_OK);
+    assert_memory_equal(ha, hb, bytes);
+    free(ha);
+    free(hb);
+}
+
 static void shapes_and_options(void **state)
 {
     (void)state;
@@ -319,13 +331,7 @@ static void forward_in_place(void **state)
                 void *over = desc.add_residual ? gr : gx2;
                 assert_int_equal(
                     uf_norm_forward(&desc, gx2, gr, gw, gw, over, NULL, NULL, NULL, NULL), UF_OK);
-                unsigned char *apart = th_malloc(n * es), *inplace = th_malloc(n * es);
-                assert_int_equal(uf_device_synchronize(), UF_OK);
-                assert_int_equal(uf_memcpy(apart, gy, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
-                assert_int_equal(uf_memcpy(inplace, over, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
-                assert_memory_equal(apart, inplace, n * es);
-                free(apart);
-                free(inplace);
+                assert_same_bytes(gy, over, n * es);
                 free(x);
                 free(r);
                 free(w);
@@ -382,15 +388,8 @@ static void backward_in_place(void **state)
                 assert_int_equal(
                     uf_norm_backward(&desc, gx, gw, st, rstd, gdy2, NULL, gdy2, NULL, NULL, NULL),
                     UF_OK);
-                unsigned char *apart = th_malloc(n * es), *over = th_malloc(n * es);
-                assert_int_equal(uf_device_synchronize(), UF_OK);
-                assert_int_equal(uf_memcpy(apart, gdx, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
-                assert_int_equal(uf_memcpy(over, gz, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
-                assert_memory_equal(apart, over, n * es);
-                assert_int_equal(uf_memcpy(over, gdy2, n * es, UF_DEVICE_TO_HOST, NULL), UF_OK);
-                assert_memory_equal(apart, over, n * es);
-                free(apart);
-                free(over);
+                assert_same_bytes(gdx, gz, n * es);
+                assert_same_bytes(gdx, gdy2, n * es);
                 free(x);
                 free(dy);
                 free(w);

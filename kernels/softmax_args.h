@@ -16,12 +16,15 @@ typedef enum uf_mask_kind {
 } uf_mask_kind;
 
 /* Per thread, the register path keeps this many bytes of row values in its
- * compute type: 16 elements in fp32 arithmetic, 8 in fp64. */
-#define UF_SOFTMAX_REG_BYTES 64
+ * compute type: on GPUs 16 elements in fp32 arithmetic, 8 in fp64; a CPU
+ * thread, whose "registers" are memory, UF_THREAD_WORK times as many, so
+ * that its loops are long enough to vectorise (backend.h; on the 2-core
+ * machine f32 rows of 1024-4096 keys 17-19 -> about 50% of copy). */
+#define UF_SOFTMAX_REG_BYTES (64 * UF_THREAD_WORK)
 /* The wide register paths keep twice as many (kernels/
  * softmax_forward_reg.h, softmax_backward_reg.h; src/softmax.c says when). */
 #ifndef UF_SOFTMAX_WIDE_BYTES
-#define UF_SOFTMAX_WIDE_BYTES 128
+#define UF_SOFTMAX_WIDE_BYTES (128 * UF_THREAD_WORK)
 #endif
 
 /* The span paths (a row held in the registers of several blocks): bytes

@@ -25,7 +25,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const UF_T *yr = (const UF_T *)a.x + base, *dyr = (const UF_T *)a.x2 + base;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
-                const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                 UF_HELD *yk = &UF_X(y)[k * UF_HELD_N], *dyk = &UF_X(dy)[k * UF_HELD_N];
                 if (row < a.rows && j0 < a.sk) {
                     UF_HOLDV(yk, yr, j0);
@@ -61,7 +61,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_T *dx = (UF_T *)a.out + row * a.sk;
             UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
             {
-                const int64_t j0 = first + ((int64_t)k * group + lane) * UF_VEC;
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                 if (j0 >= a.sk)
                     break;
                 UF_ACC yv[UF_VEC], dyv[UF_VEC];

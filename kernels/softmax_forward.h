@@ -59,12 +59,11 @@ typedef struct UF_VNAME(uf_softmax_held) {
     unsigned char mb[UF_VEC]; /* UF_MASK_BOOL */
 } UF_VNAME(uf_softmax_held);
 
-/* Loads the UF_VEC keys from j (all inside the row); `kind` is the mask
- * kind, a constant where the caller wants code without its branch. */
-UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
-                                     UF_VNAME(uf_softmax_held) * h)
+/* Loads the mask's UF_VEC keys from j (all inside the row); `kind` is the
+ * mask kind, a constant where the caller wants code without its branch. */
+UF_FN void UF_VNAME(uf_softmax_hold_mask)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
+                                          UF_VNAME(uf_softmax_held) * h)
 {
-    UF_HOLDV(h->x, r->x, j);
     if (kind == UF_MASK_ADD_SAME)
         UF_HOLDV_KEEP(h->m, (const UF_T *)r->mask, j); /* read again by the other heads */
     else if (kind == UF_MASK_ADD_F32)
@@ -74,11 +73,19 @@ UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kin
             ((const unsigned char *)r->mask)[j + e];
 }
 
-/* Logits x * scale + mask of the held keys from j0, -inf where hidden. */
-UF_FN void UF_VNAME(uf_softmax_logits)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j0,
-                                       const UF_VNAME(uf_softmax_held) * h, UF_ACC *z)
+/* The same with x's keys. */
+UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
+                                     UF_VNAME(uf_softmax_held) * h)
 {
-    UF_HELD_TO_ACC(z, h->x);
+    UF_HOLDV(h->x, r->x, j);
+    UF_VNAME(uf_softmax_hold_mask)(r, kind, j, h);
+}
+
+/* Turns the keys z = x from j0 into logits x * scale + mask (the mask as
+ * held in h), -inf where hidden. */
+UF_FN void UF_VNAME(uf_softmax_mask_keys)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j0,
+                                          const UF_VNAME(uf_softmax_held) * h, UF_ACC *z)
+{
     UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] *= r->scale;
     if (kind == UF_MASK_ADD_SAME) {
         UF_ACC m[UF_VEC];
@@ -92,6 +99,14 @@ UF_FN void UF_VNAME(uf_softmax_logits)(const UF_VNAME(uf_softmax_row) * r, int k
     const int64_t visible = r->last_key - j0; /* z[e] is visible while e <= visible */
     if (visible < UF_VEC - 1)
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = e > visible ? (UF_ACC)-INFINITY : z[e];
+}
+
+/* Logits of the held keys from j0. */
+UF_FN void UF_VNAME(uf_softmax_logits)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j0,
+                                       const UF_VNAME(uf_softmax_held) * h, UF_ACC *z)
+{
+    UF_HELD_TO_ACC(z, h->x);
+    UF_VNAME(uf_softmax_mask_keys)(r, kind, j0, h, z);
 }
 
 /* Calls fn(kind, ...) with the mask kind as a constant, so that each kind's

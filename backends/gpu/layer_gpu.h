@@ -306,6 +306,21 @@ UF_GPU_DEFINE_BLOCK_SUM3(double)
 #define UF_BLOCK_MAX(v) ((v) = uf_block_max(v))
 #define UF_BLOCK_SUM3(a, b, c) uf_block_sum3(&(a), &(b), &(c))
 
+/* ---- a thread's own values ----
+ * `out` becomes the maximum (sum) of the thread's n values v[0..n), n a
+ * constant: in index order here, the values being registers. The maximum
+ * passes over NaN (a NaN reaches the row through the sum). */
+#define UF_THREAD_MAX(out, v, n)                                                                   \
+    do {                                                                                           \
+        out = -INFINITY;                                                                           \
+        UF_UNROLL for (int i_ = 0; i_ < (n); ++i_) out = (v)[i_] > out ? (v)[i_] : out;            \
+    } while (0)
+#define UF_THREAD_SUM(out, v, n)                                                                   \
+    do {                                                                                           \
+        out = 0;                                                                                   \
+        UF_UNROLL for (int i_ = 0; i_ < (n); ++i_) out += (v)[i_];                                 \
+    } while (0)
+
 /* ---- matrix fragments (portable/fragment_layout.h; see openmp/layer.h) ---- */
 #include "gpu/fragments_gpu.h"
 #define UF_MMA_F16(c, coff, a, aoff, b, boff) uf_mma_f16(&(c)[coff], &(a)[aoff], &(b)[boff])

@@ -10,6 +10,10 @@
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
     ((((int64_t)(block)) * (per_thread) + (k)) * UF_NTHREADS + (t))
 
+/* The same inside a group of `group` threads sharing a row: item k of the
+ * group's thread `lane`. */
+#define UF_GROUP_ITEM(per_thread, k, lane, group) ((int64_t)(k) * (group) + (lane))
+
 /* A thread's loops are unrolled into scalar registers, not vectorised. */
 #define UF_VECTORISED_LOOPS 0
 

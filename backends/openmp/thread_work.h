@@ -16,6 +16,11 @@
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
     ((((int64_t)(block)) * UF_NTHREADS + (t)) * (per_thread) + (k))
 
+/* The same inside a group of `group` threads sharing a row: item k of the
+ * group's thread `lane`, consecutive for each thread. */
+#define UF_GROUP_ITEM(per_thread, k, lane, group)                                                  \
+    ((void)(group), (int64_t)(lane) * (per_thread) + (k))
+
 /* Loops are vectorised by the compiler, across iterations: code may then
  * prefer loops whose results are narrow (more lanes per vector). */
 #define UF_VECTORISED_LOOPS 1

@@ -119,6 +119,11 @@
     do {                                                                                           \
         UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] = (h)[uf_k_];           \
     } while (0)
+/* n values as stored (raw, UF_T) into held form, n / UF_VEC accesses: one
+ * loop over all of them, which vectorises where loops do. */
+#define UF_HOLD_RUN(h, raw, n)                                                                     \
+    for (int uf_i_ = 0; uf_i_ < (n); ++uf_i_)                                                      \
+    (h)[uf_i_] = UF_TO_ACC((raw)[uf_i_])
 #else
 /* A 16-byte access held as its four 32-bit words: 16-bit data then takes
  * half the registers that compute values would. */
@@ -126,6 +131,7 @@
 #define UF_HELD_N 4
 #define UF_HOLDV(h, p, i) UF_LOAD16((h), (p) + (i))
 #define UF_HOLDV_KEEP(h, p, i) UF_LOAD16_KEEP((h), (p) + (i))
+#define UF_HOLD_RUN(h, raw, n) memcpy((h), (raw), (size_t)(n) * sizeof(UF_T))
 #if UF_PAIRED
 #define UF_HELD_TO_ACC(dst, h)                                                                     \
     do {                                                                                           \

@@ -18,3 +18,4 @@
 #undef UF_HOLDV
 #undef UF_HOLDV_KEEP
 #undef UF_HELD_TO_ACC
+#undef UF_HOLD_RUN

@@ -29,6 +29,16 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
     return a->causal ? row % a->sq + (a->sk - a->sq) : a->sk - 1;
 }
 
+/* One access's UF_VEC values as stored, between a local array and memory
+ * (`op` UF_LOAD16 or UF_STORE16; a plain copy for scalar accesses). */
+#define UF_SOFTMAX_ACCESS(op, dst, src)                                                            \
+    do {                                                                                           \
+        if (UF_VEC == 1)                                                                           \
+            *(dst) = *(src);                                                                       \
+        else                                                                                       \
+            op((dst), (src));                                                                      \
+    } while (0)
+
 /* Register paths: the row of thread t in logical block b, `group` threads
  * a row and rows_per_block rows a block, with the thread's keys counted
  * from *first = 0; or, where a row spans blocks (`span`, a constant in each

@@ -122,10 +122,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                     const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                     if (j0 >= a.sk)
                         break;
-                    if (UF_VEC == 1)
-                        y[j0] = out[k];
-                    else
-                        UF_STORE16(&y[j0], &out[k * UF_VEC]);
+                    UF_SOFTMAX_ACCESS(UF_STORE16, &y[j0], &out[k * UF_VEC]);
                 }
             } else {
                 UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)

@@ -72,9 +72,16 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
-            const UF_VNAME(uf_softmax_row) r =
-                UF_VNAME(uf_softmax_row_at)(&a, row < a.rows ? row : 0);
-            UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, first, UF_X(v))
+            if (row < a.rows) {
+                const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
+                UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, first,
+                                   UF_X(v))
+            } else {
+                /* Past the last row: no loads. With y over x another
+                 * block may be writing any row (ThreadSanitizer saw such a
+                 * thread read row 0 while row 0's block wrote it). */
+                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] = (UF_ACC)-INFINITY;
+            }
             UF_THREAD_MAX(UF_X(m), UF_X(v), UF_REG_N);
         }
         /* A row of a warp or less (and a 16-bit row) reduces its maximum

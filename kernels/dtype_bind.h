@@ -12,6 +12,10 @@
  *               where the layer sets UF_HOLD_AS_LOADED, else converted
  *   UF_HOLDV_KEEP(h, p, i): UF_HOLDV for data other threads read again
  *               (the layer's UF_LOAD16_KEEP cache policy)
+ *   UF_RUN_TO_ACC(dst, raw, n) / UF_RUN_FROM_ACC(raw, src, n): n values as
+ *               stored (raw, of any storage type) to compute values and
+ *               back, in one call: the layer's run conversions for 16-bit
+ *               types (vector instructions on CPUs that have them)
  * dtype_unbind.h removes them again before the next instantiation.
  */
 #ifndef UF_DT
@@ -60,6 +64,17 @@
 #define UF_SQRT_ACC(v) sqrt(v)
 #else
 #error "unknown UF_DT"
+#endif
+
+#if UF_DT == 2
+#define UF_RUN_TO_ACC(dst, raw, n) uf_f16_run_to_f32((dst), (raw), (n))
+#define UF_RUN_FROM_ACC(raw, src, n) uf_f32_run_to_f16((raw), (src), (n))
+#elif UF_DT == 3
+#define UF_RUN_TO_ACC(dst, raw, n) uf_bf16_run_to_f32((dst), (raw), (n))
+#define UF_RUN_FROM_ACC(raw, src, n) uf_f32_run_to_bf16((raw), (src), (n))
+#else
+#define UF_RUN_TO_ACC(dst, raw, n) memcpy((dst), (raw), (size_t)(n) * sizeof(UF_T))
+#define UF_RUN_FROM_ACC(raw, src, n) memcpy((raw), (src), (size_t)(n) * sizeof(UF_T))
 #endif
 
 #define UF_CAT3_(a, b, c) a##_##b##_v##c
@@ -120,10 +135,8 @@
         UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] = (h)[uf_k_];           \
     } while (0)
 /* n values as stored (raw, UF_T) into held form, n / UF_VEC accesses: one
- * loop over all of them, which vectorises where loops do. */
-#define UF_HOLD_RUN(h, raw, n)                                                                     \
-    for (int uf_i_ = 0; uf_i_ < (n); ++uf_i_)                                                      \
-    (h)[uf_i_] = UF_TO_ACC((raw)[uf_i_])
+ * run conversion. */
+#define UF_HOLD_RUN(h, raw, n) UF_RUN_TO_ACC((h), (raw), (n))
 #else
 /* A 16-byte access held as its four 32-bit words: 16-bit data then takes
  * half the registers that compute values would. */

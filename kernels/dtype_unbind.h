@@ -19,3 +19,5 @@
 #undef UF_HOLDV_KEEP
 #undef UF_HELD_TO_ACC
 #undef UF_HOLD_RUN
+#undef UF_RUN_TO_ACC
+#undef UF_RUN_FROM_ACC

@@ -94,14 +94,16 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const UF_ACC scale = (UF_ACC)a.scale, d = UF_X(dot);
             UF_T *dx = (UF_T *)a.out + row * a.sk;
             if (UF_VECTORISED_LOOPS) {
-                UF_T out[UF_REG_N];
+                UF_ACC g[UF_REG_N];
                 for (int k = 0; k < UF_REG_NV; ++k) {
                     UF_ACC yv[UF_VEC], dyv[UF_VEC];
                     UF_HELD_TO_ACC(yv, &UF_X(y)[k * UF_HELD_N]);
                     UF_HELD_TO_ACC(dyv, &UF_X(dy)[k * UF_HELD_N]);
                     for (int e = 0; e < UF_VEC; ++e)
-                        out[k * UF_VEC + e] = UF_FROM_ACC(scale * yv[e] * (dyv[e] - d));
+                        g[k * UF_VEC + e] = scale * yv[e] * (dyv[e] - d);
                 }
+                UF_T out[UF_REG_N];
+                UF_RUN_FROM_ACC(out, g, UF_REG_N);
                 for (int k = 0; k < UF_REG_NV; ++k) {
                     const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                     if (j0 >= a.sk)

@@ -15,6 +15,7 @@
 #include "backend.h"
 
 #define UF_BITS_FN static __host__ __device__ inline
+#include "portable/conversion_runs.h"
 #include "portable/f16_bits.h"
 
 /* What a thread does while it spins on another block's progress. */
@@ -164,6 +165,14 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
     return (uint32_t)uf_f32_to_bf16(lo) | (uint32_t)uf_f32_to_bf16(hi) << 16;
 #endif
 }
+
+/* Runs of 16-bit values (conversion_runs.h): the CPU's vectorised loops,
+ * which GPU kernels do not take (UF_VECTORISED_LOOPS is 0); defined so
+ * that the kernels compile. */
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_run_to_f32, uf_f16_to_f32, uint16_t)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16, uf_f32_to_f16, uint16_t)
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_to_f32, uint16_t)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16, uint16_t)
 
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src)                                                                        \

@@ -14,6 +14,10 @@
 
 #include "layer.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 struct uf_stream_s {
     int unused; /* streams carry no state: work is done when a call returns */
 };
@@ -32,8 +36,11 @@ static int cpu_level_supported(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
+    /* F16C by cpuid: clang 14 does not know it as a feature name. */
+    unsigned eax, ebx, ecx, edx;
+    const int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
     const int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && f16c;
     const int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                    __builtin_cpu_supports("avx512cd");

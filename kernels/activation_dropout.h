@@ -14,9 +14,6 @@
 
 #define UF_ACT_STEPS UF_ACT_STEPS_FOR((int)sizeof(UF_T))
 #define UF_ACT_BWD_STEPS UF_ACT_BWD_STEPS_FOR((int)sizeof(UF_T))
-/* Values of the longest run of units, forward or backward. */
-#define UF_ACT_RUN                                                                                 \
-    (UF_ACT_UNIT * (UF_ACT_STEPS > UF_ACT_BWD_STEPS ? UF_ACT_STEPS : UF_ACT_BWD_STEPS))
 
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
@@ -39,19 +36,6 @@ UF_FN void UF_VNAME(uf_act_fwd_units_as)(int kind, int drop, const uf_activation
                                          const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
-    if (UF_VECTORISED_LOOPS) {
-        /* The thread's units converted in one run each way (the layer's
-         * vector conversions; unit by unit, binary16 stays bit arithmetic). */
-        UF_ACC v[UF_ACT_RUN];
-        UF_RUN_TO_ACC(v, w, steps * UF_ACT_UNIT);
-        for (int k = 0; k < steps; ++k) {
-            UF_ACT_APPLY(kind, 0, p0, p1, &v[k * UF_ACT_UNIT]);
-            if (drop)
-                UF_VNAME(uf_act_scale_kept)(a, bits[k], &v[k * UF_ACT_UNIT]);
-        }
-        UF_RUN_FROM_ACC(w, v, steps * UF_ACT_UNIT);
-        return;
-    }
     UF_UNROLL for (int k = 0; k < steps; ++k)
     {
         UF_ACC v[UF_ACT_UNIT];
@@ -80,23 +64,6 @@ UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation
                                          uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
-    if (UF_VECTORISED_LOOPS) { /* runs, as in the forward */
-        UF_ACC d[UF_ACT_RUN], v[UF_ACT_RUN];
-        UF_RUN_TO_ACC(d, g, steps * UF_ACT_UNIT);
-        if (kind != UF_ACT_IDENTITY)
-            UF_RUN_TO_ACC(v, w, steps * UF_ACT_UNIT);
-        for (int k = 0; k < steps; ++k) {
-            UF_ACC *dk = &d[k * UF_ACT_UNIT], *vk = &v[k * UF_ACT_UNIT];
-            if (drop)
-                UF_VNAME(uf_act_scale_kept)(a, bits[k], dk);
-            if (kind != UF_ACT_IDENTITY) {
-                UF_ACT_APPLY(kind, 1, p0, p1, vk);
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) dk[e] *= vk[e];
-            }
-        }
-        UF_RUN_FROM_ACC(g, d, steps * UF_ACT_UNIT);
-        return;
-    }
     UF_UNROLL for (int k = 0; k < steps; ++k)
     {
         UF_ACC d[UF_ACT_UNIT], v[UF_ACT_UNIT];
@@ -200,5 +167,4 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
 #undef UF_ACT_APPLY
 #undef UF_ACT_STEPS
 #undef UF_ACT_BWD_STEPS
-#undef UF_ACT_RUN
 #include "kernels/dtype_unbind.h"

@@ -13,9 +13,9 @@
  *   UF_HOLDV_KEEP(h, p, i): UF_HOLDV for data other threads read again
  *               (the layer's UF_LOAD16_KEEP cache policy)
  *   UF_RUN_TO_ACC(dst, raw, n) / UF_RUN_FROM_ACC(raw, src, n): n values as
- *               stored (raw, of any storage type) to compute values and
- *               back, in one call: the layer's run conversions for 16-bit
- *               types (vector instructions on CPUs that have them)
+ *               stored (raw, a UF_T array) to compute values and back, in
+ *               one call: the layer's run conversions for 16-bit types
+ *               (vector instructions on CPUs that have them)
  * dtype_unbind.h removes them again before the next instantiation.
  */
 #ifndef UF_DT

@@ -25,7 +25,8 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t s
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_LOAD16(&x[k * UF_VEC], &r->x[j0 < sk ? j0 : 0]);
         }
-        UF_RUN_TO_ACC(v, x, UF_REG_N);
+        for (int i = 0; i < UF_REG_N; ++i)
+            v[i] = UF_TO_ACC(x[i]);
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_VNAME(uf_softmax_held) h;
@@ -121,11 +122,9 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                  * access by access, a 16-bit conversion stays scalar code
                  * (2-core machine, S = 2048: bf16 forward 16 -> 33% of
                  * copy). */
-                UF_ACC *const p = UF_X(v); /* its last use: scaled in place */
-                for (int i = 0; i < UF_REG_N; ++i)
-                    p[i] *= inv;
                 UF_T out[UF_REG_N];
-                UF_RUN_FROM_ACC(out, p, UF_REG_N);
+                for (int i = 0; i < UF_REG_N; ++i)
+                    out[i] = UF_FROM_ACC(UF_X(v)[i] * inv);
                 for (int k = 0; k < UF_REG_NV; ++k) {
                     const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                     if (j0 >= a.sk)

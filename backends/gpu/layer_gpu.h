@@ -169,10 +169,10 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 /* Runs of 16-bit values (conversion_runs.h): the CPU's vectorised loops,
  * which GPU kernels do not take (UF_VECTORISED_LOOPS is 0); defined so
  * that the kernels compile. */
-UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_run_to_f32, uf_f16_to_f32, uint16_t)
-UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16, uf_f32_to_f16, uint16_t)
-UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_to_f32, uint16_t)
-UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16, uint16_t)
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_run_to_f32, uf_f16_to_f32)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16, uf_f32_to_f16)
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_to_f32)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16)
 
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src)                                                                        \

@@ -185,45 +185,38 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
     return (uint32_t)uf_f32_to_bf16(lo) | (uint32_t)uf_f32_to_bf16(hi) << 16;
 }
 
-/* Runs of 16-bit values (conversion_runs.h). The element type may alias
- * the kernels' 32-bit words. bfloat16 runs are inline loops, which gcc
- * vectorises. binary16 runs go to F16C's instructions where the CPU has
- * them (f16c_runs.c): gcc 12 vectorises no _Float16 conversion, and the
- * bit arithmetic only to a fifth of F16C's rate (measured on the 2-core
- * machine with AVX-512: 5 and 3 G values a second each way against 20). */
-typedef uint16_t uf_u16_any __attribute__((may_alias));
-UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_bits_to_f32, uf_u16_any)
-UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16_bits, uf_u16_any)
-UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_bits_run_to_f32, uf_f16_bits_to_f32, uf_u16_any)
-UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16_bits, uf_f32_to_f16_bits, uf_u16_any)
+/* Runs of 16-bit values (conversion_runs.h). bfloat16 runs are inline
+ * loops, which gcc vectorises. binary16 runs call F16C's loops
+ * (f16c_runs.c) where ufb_cpu_level() >= 3 (x86-64-v3 includes F16C), else
+ * run inline loops of the bit arithmetic: gcc 12 vectorises no _Float16
+ * conversion, and the bit arithmetic only to about a fifth of F16C's rate
+ * (measured on the 2-core machine with AVX-512: 5 and 3 G values a second
+ * each way, against 20). */
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_bits_to_f32)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16_bits)
+UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_bits_run_to_f32, uf_f16_bits_to_f32)
+UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16_bits, uf_f32_to_f16_bits)
 #if defined(__x86_64__) && defined(__GNUC__)
 #define UF_CPU_F16C_RUNS 1
-/* Only where ufb_cpu_level() >= 3 (x86-64-v3 includes F16C). */
-UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const void *restrict src, int n);
-UF_CPU_HIDDEN void ufb_f16c_run_from_f32(void *restrict dst, const float *restrict src, int n);
+UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n);
+UF_CPU_HIDDEN void ufb_f16c_run_from_f32(uint16_t *restrict dst, const float *restrict src, int n);
 #else
 #define UF_CPU_F16C_RUNS 0
 #endif
-/* The copies for x86-64-v3 and -v4 run only where F16C is present: no test. */
-#if UF_CPU_F16C_RUNS && defined(__F16C__)
-#define UF_CPU_F16C_HERE() 1
-#elif UF_CPU_F16C_RUNS
-#define UF_CPU_F16C_HERE() (ufb_cpu_level() >= 3)
-#endif
-UF_FN void uf_f16_run_to_f32(float *restrict dst, const void *restrict src, int n)
+UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n)
 {
 #if UF_CPU_F16C_RUNS
-    if (UF_CPU_F16C_HERE()) {
+    if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_to_f32(dst, src, n);
         return;
     }
 #endif
     uf_f16_bits_run_to_f32(dst, src, n);
 }
-UF_FN void uf_f32_run_to_f16(void *restrict dst, const float *restrict src, int n)
+UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, int n)
 {
 #if UF_CPU_F16C_RUNS
-    if (UF_CPU_F16C_HERE()) {
+    if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_from_f32(dst, src, n);
         return;
     }

@@ -5,8 +5,7 @@
  * uf_f32_run_to_f16 / uf_bf16_run_to_f32 / uf_f32_run_to_bf16 operations
  * (dtype_bind.h's UF_RUN_TO_ACC and UF_RUN_FROM_ACC). Plain typed loops:
  * with n known where they are inlined, gcc vectorises them (read through a
- * type that may alias the float side, they stayed scalar at -O2 and lost
- * 2-4 points of copy bandwidth in the bf16 softmax at -O3).
+ * type that may alias the float side, they stayed scalar at -O2).
  */
 #ifndef UF_CONVERSION_RUNS_H
 #define UF_CONVERSION_RUNS_H

@@ -36,7 +36,7 @@ UF_FN void UF_VNAME(uf_act_fwd_units_as)(int kind, int drop, const uf_activation
                                          const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
-    UF_UNROLL for (int k = 0; k < steps; ++k)
+    UF_UNROLL_HELD for (int k = 0; k < steps; ++k)
     {
         UF_ACC v[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(w[k], v);
@@ -64,7 +64,7 @@ UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation
                                          uint32_t (*w)[UF_UNIT_WORDS])
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
-    UF_UNROLL for (int k = 0; k < steps; ++k)
+    UF_UNROLL_HELD for (int k = 0; k < steps; ++k)
     {
         UF_ACC d[UF_ACT_UNIT], v[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(g[k], d);
@@ -102,17 +102,17 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
  * a first unit plus k times a stride cost as much again. */
 #define UF_ACT_KEEP_BITS(bits, steps, a, b, t)                                                     \
     do {                                                                                           \
-        UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = 0xffu;                          \
+        UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = 0xffu;                     \
         if ((a).threshold != 0 && UF_VECTORISED_LOOPS) {                                           \
             const uint32_t cut_ = uf_dropout_cut((a).threshold);                                   \
             uint8_t nib_[2 * (steps)];                                                             \
-            UF_UNROLL for (int h_ = 0; h_ < 2 * (steps); ++h_) nib_[h_] =                          \
+            UF_UNROLL_HELD for (int h_ = 0; h_ < 2 * (steps); ++h_) nib_[h_] =                     \
                 uf_dropout_nibble((a).seed, (a).offset, cut_,                                      \
                                   (uint64_t)UF_ACT_UNIT_OF(b, steps, h_ / 2, t) * 2 + h_ % 2);     \
-            UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] =                             \
+            UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] =                        \
                 nib_[2 * k_] | (unsigned)nib_[2 * k_ + 1] << 4;                                    \
         } else if ((a).threshold != 0) {                                                           \
-            UF_UNROLL for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = uf_dropout_bits(            \
+            UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = uf_dropout_bits(       \
                 (a).seed, (a).offset, (a).threshold, UF_ACT_UNIT_OF(b, steps, k_, t));             \
         }                                                                                          \
     } while (0)
@@ -126,10 +126,10 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, 
             unsigned bits[UF_ACT_STEPS];
             UF_ACT_KEEP_BITS(bits, UF_ACT_STEPS, a, b, t);
             uint32_t w[UF_ACT_STEPS][UF_UNIT_WORDS];
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
+            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
                 a.x, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, w[k]);
             UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_fwd_units), &a, UF_ACT_STEPS, bits, w)
-            UF_UNROLL for (int k = 0; k < UF_ACT_STEPS; ++k)
+            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k)
             {
                 const int64_t unit = UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t);
                 UF_VNAME(uf_unit_store)(a.out, unit * UF_ACT_UNIT, a.count, 1, w[k]);
@@ -148,7 +148,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
             unsigned bits[UF_ACT_BWD_STEPS];
             UF_ACT_KEEP_BITS(bits, UF_ACT_BWD_STEPS, a, b, t);
             uint32_t g[UF_ACT_BWD_STEPS][UF_UNIT_WORDS], w[UF_ACT_BWD_STEPS][UF_UNIT_WORDS];
-            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
+            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
             {
                 const int64_t i0 = UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT;
                 UF_VNAME(uf_unit_load)(a.dy, i0, a.count, 1, g[k]);
@@ -156,7 +156,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, 
                     UF_VNAME(uf_unit_load)(a.x, i0, a.count, 1, w[k]);
             }
             UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_bwd_units), &a, UF_ACT_BWD_STEPS, bits, g, w)
-            UF_UNROLL for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) UF_VNAME(uf_unit_store)(
+            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) UF_VNAME(uf_unit_store)(
                 a.out, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, g[k]);
         }
     }

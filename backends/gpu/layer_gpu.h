@@ -37,6 +37,8 @@
 /* Loops over register arrays (fragments): unrolled on GPUs, kept as loops
  * on the CPU. */
 #define UF_UNROLL_REGS _Pragma("unroll")
+/* Loops over the units a thread holds: unrolled, as register arrays need. */
+#define UF_UNROLL_HELD _Pragma("unroll")
 /* Registers are what bounds how many values a thread may hold: values that
  * wait are kept as loaded (16-bit data two to a register; dtype_bind.h). */
 #define UF_HOLD_AS_LOADED 1

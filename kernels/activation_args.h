@@ -50,7 +50,7 @@ typedef struct uf_activation_args {
     double param[2];    /* the activation's parameters */
     uint64_t seed;      /* dropout: Philox key */
     uint64_t offset;    /* dropout: second half of the counter */
-    uint32_t threshold; /* drop when (draw >> 8) < threshold; 0: no dropout */
+    uint32_t threshold; /* drop when the 16-bit draw < threshold; 0: no dropout */
     double keep_scale;  /* 1 / (1 - p); 0 when p = 1 */
 } uf_activation_args;
 

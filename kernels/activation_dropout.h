@@ -94,26 +94,26 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
 #define UF_ACT_UNIT_OF(b, steps, k, t) UF_THREAD_ITEM(b, steps, k, t)
 
 /* bits[k] = the keep bits of unit k of thread t in block b (bit e: element
- * e of the unit), all ones without dropout. Where loops are vectorised,
- * group by group into bytes (uf_dropout_nibble), then paired; on GPUs unit
- * by unit into words (the bytes cost the H200's 16-bit kernels 2-4 points
- * of copy bandwidth, with or without dropout: more spilled registers). A
- * macro, so that each unit's index is the layer's expression of (b, k, t);
- * a first unit plus k times a stride cost as much again. */
+ * e of the unit), all ones without dropout; one Philox group per unit.
+ * Where loops are vectorised, into bytes first (more lanes per vector); on
+ * GPUs straight into words (bytes cost the H200's 16-bit kernels 2-4
+ * points of copy bandwidth: more spilled registers). A macro, so that each
+ * unit's index is the layer's expression of (b, k, t); a first unit plus k
+ * times a stride cost as much again. */
 #define UF_ACT_KEEP_BITS(bits, steps, a, b, t)                                                     \
     do {                                                                                           \
         UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = 0xffu;                     \
-        if ((a).threshold != 0 && UF_VECTORISED_LOOPS) {                                           \
+        if ((a).threshold != 0) {                                                                  \
             const uint32_t cut_ = uf_dropout_cut((a).threshold);                                   \
-            uint8_t nib_[2 * (steps)];                                                             \
-            UF_UNROLL_HELD for (int h_ = 0; h_ < 2 * (steps); ++h_) nib_[h_] =                     \
-                uf_dropout_nibble((a).seed, (a).offset, cut_,                                      \
-                                  (uint64_t)UF_ACT_UNIT_OF(b, steps, h_ / 2, t) * 2 + h_ % 2);     \
-            UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] =                        \
-                nib_[2 * k_] | (unsigned)nib_[2 * k_ + 1] << 4;                                    \
-        } else if ((a).threshold != 0) {                                                           \
-            UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = uf_dropout_bits(       \
-                (a).seed, (a).offset, (a).threshold, UF_ACT_UNIT_OF(b, steps, k_, t));             \
+            if (UF_VECTORISED_LOOPS) {                                                             \
+                uint8_t byte_[(steps)];                                                            \
+                UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_) byte_[k_] = uf_dropout_byte(   \
+                    (a).seed, (a).offset, cut_, (uint64_t)UF_ACT_UNIT_OF(b, steps, k_, t));        \
+                UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = byte_[k_];         \
+            } else {                                                                               \
+                UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = uf_dropout_byte(   \
+                    (a).seed, (a).offset, cut_, (uint64_t)UF_ACT_UNIT_OF(b, steps, k_, t));        \
+            }                                                                                      \
         }                                                                                          \
     } while (0)
 

@@ -70,7 +70,7 @@ typedef struct uf_attention_args {
     float scale;
     int64_t win_left, win_right; /* -1: unlimited (causal folded into win_right) */
     int bias_kind;
-    uint32_t threshold; /* dropout: drop when (draw >> 8) < threshold; 0: none */
+    uint32_t threshold; /* dropout: drop when the 16-bit draw < threshold; 0: none */
     float keep_scale;
     uint64_t seed, offset;
     int vec;         /* every row start of q, k, v, out (dout, grads) allows 16-byte access */

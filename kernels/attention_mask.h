@@ -98,8 +98,10 @@ UF_FN float uf_att_logit2(const uf_attention_args *a, float s, int seen, int64_t
 /* The dropout rule of activation.h for element index i: kept or not. */
 UF_FN int uf_att_kept(const uf_attention_args *a, int64_t index)
 {
-    const uf_philox4 r = uf_philox_group(a->seed, a->offset, (uint64_t)index / 4);
-    return (r.v[index % 4] >> 8) >= a->threshold;
+    const uint64_t i = (uint64_t)index;
+    const uf_philox4 r = uf_philox_group(a->seed, a->offset, i / UF_PHILOX_GROUP);
+    const uint32_t word = r.v[i % UF_PHILOX_GROUP / 2];
+    return (i % 2 ? word >> 16 : word & 0xffffu) >= a->threshold;
 }
 
 #endif

@@ -1,7 +1,10 @@
 /*
  * The dropout decision for one unit of UF_ACT_UNIT elements, shared by every
- * kernel that drops (activation forward and backward; later the epilogue and
- * attention): bit e of the result is 1 when element unit * 8 + e is kept.
+ * kernel that drops (activation forward and backward, the epilogue): bit e
+ * of the result is 1 when element unit * 8 + e is kept. The rule is stated
+ * in src/unifuse/activation.h: one Philox call draws eight elements, a
+ * 16-bit draw each (the low half of word w for element 2w, the high half
+ * for 2w + 1).
  */
 #ifndef UF_DROPOUT_DEVICE_H
 #define UF_DROPOUT_DEVICE_H
@@ -9,62 +12,48 @@
 #include "kernels/activation_args.h"
 #include "kernels/philox.h"
 
-/* An element is kept when its draw d has (d >> 8) >= threshold, which for
- * threshold >= 1 is d > uf_dropout_cut(threshold): one comparison instead
- * of a shift and a comparison. At threshold 2^24 (p = 1) the cut wraps to
- * all ones, and nothing is kept, as before. */
+/* A unit is exactly one Philox group: the kernels draw a unit's keep bits
+ * with one call. */
+typedef char uf_dropout_unit_is_one_group[UF_ACT_UNIT == UF_PHILOX_GROUP ? 1 : -1];
+
+/* An element is kept when its 16-bit draw d has d >= threshold (1 ..
+ * 2^16), which is (d << 16) > uf_dropout_cut(threshold) whichever half of
+ * the word d came from: one comparison per element, no mask. At threshold
+ * 2^16 (p = 1) the cut wraps to all ones and nothing is kept. */
 UF_FN uint32_t uf_dropout_cut(uint32_t threshold)
 {
-    return (threshold << 8) - 1u;
+    return (threshold << 16) - 1u;
 }
 
-/* Keep bits of the UF_ACT_UNIT elements of unit `unit` (bit e: element
- * unit * 8 + e), for threshold != 0 (callers test it once, outside their
- * loops over units). */
-UF_FN unsigned uf_dropout_bits(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t unit)
-{
-    const uint32_t cut = uf_dropout_cut(threshold);
-    unsigned bits = 0;
-    UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4; ++h)
-    {
-        const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)unit * (UF_ACT_UNIT / 4) + h);
-        UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)(r.v[w] > cut) << (4 * h + w);
-    }
-    return bits;
-}
-
-/* Keep bits of Philox group g's four elements (bit w: element 4 g + w),
- * for cut = uf_dropout_cut(threshold), threshold != 0. A byte, not a word:
- * where loops are vectorised (UF_VECTORISED_LOOPS), a loop over groups
- * then runs in more lanes than uf_dropout_bits over units (measured alone
- * on the 2-core Debian machine, 2026-12-01: 0.56 -> 0.72 G elements per
- * second per core for x86-64, 1.2 -> 1.75 for x86-64-v4). */
-UF_FN uint8_t uf_dropout_nibble(uint64_t seed, uint64_t offset, uint32_t cut, uint64_t g)
+/* Keep bits of Philox group g's eight elements (bit e: element 8 g + e),
+ * for cut = uf_dropout_cut(threshold), threshold != 0 (callers test it
+ * once, outside their loops over units). A byte: where loops are
+ * vectorised (UF_VECTORISED_LOOPS) a loop over groups then runs in more
+ * lanes. */
+UF_FN uint8_t uf_dropout_byte(uint64_t seed, uint64_t offset, uint32_t cut, uint64_t g)
 {
     const uf_philox4 r = uf_philox_group(seed, offset, g);
     unsigned bits = 0;
-    UF_UNROLL for (int w = 0; w < 4; ++w) bits |= (unsigned)(r.v[w] > cut) << w;
+    UF_UNROLL for (int w = 0; w < 4; ++w)
+    {
+        bits |= (unsigned)((r.v[w] << 16) > cut) << (2 * w);
+        bits |= (unsigned)(r.v[w] > cut) << (2 * w + 1);
+    }
     return (uint8_t)bits;
 }
 
 /* Keep bits of the UF_ACT_UNIT elements from index i0 on, for any i0: the
- * draws of up to three groups, gathered with constant indices so they stay
- * in registers. */
+ * draws of one group, or of two where i0 is not a multiple of eight. */
 UF_FN unsigned uf_dropout_bits_at(uint64_t seed, uint64_t offset, uint32_t threshold, int64_t i0)
 {
     if (threshold == 0)
         return 0xffu;
-    const int64_t g0 = i0 / 4;
-    const int shift = (int)(i0 % 4);
+    const uint64_t g0 = (uint64_t)i0 / UF_PHILOX_GROUP;
+    const int shift = (int)((uint64_t)i0 % UF_PHILOX_GROUP);
     const uint32_t cut = uf_dropout_cut(threshold);
-    unsigned wide = 0; /* bit k: element 4 * g0 + k is kept */
-    UF_UNROLL for (int h = 0; h < UF_ACT_UNIT / 4 + 1; ++h)
-    {
-        if (h == UF_ACT_UNIT / 4 && shift == 0)
-            continue; /* aligned: two groups suffice */
-        const uf_philox4 r = uf_philox_group(seed, offset, (uint64_t)(g0 + h));
-        UF_UNROLL for (int w = 0; w < 4; ++w) wide |= (unsigned)(r.v[w] > cut) << (4 * h + w);
-    }
+    unsigned wide = uf_dropout_byte(seed, offset, cut, g0); /* bit k: element 8 g0 + k */
+    if (shift != 0)
+        wide |= (unsigned)uf_dropout_byte(seed, offset, cut, g0 + 1) << 8;
     return (wide >> shift) & 0xffu;
 }
 

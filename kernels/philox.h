@@ -16,7 +16,10 @@
 #define UF_PHILOX_W0 0x9E3779B9u
 #define UF_PHILOX_W1 0xBB67AE85u
 
-/* Four 32-bit draws for one counter. */
+/* Elements per counter: each 32-bit word gives two 16-bit draws. */
+#define UF_PHILOX_GROUP 8
+
+/* Four 32-bit words for one counter. */
 typedef struct uf_philox4 {
     uint32_t v[4];
 } uf_philox4;
@@ -40,7 +43,7 @@ UF_FN uf_philox4 uf_philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_
     return r;
 }
 
-/* The draws for elements 4g .. 4g+3 of a call with this seed and offset. */
+/* The words for elements 8g .. 8g+7 of a call with this seed and offset. */
 UF_FN uf_philox4 uf_philox_group(uint64_t seed, uint64_t offset, uint64_t g)
 {
     return uf_philox4x32_10((uint32_t)g, (uint32_t)(g >> 32), (uint32_t)offset,

@@ -54,7 +54,7 @@ uf_status uf_check_dropout(const uf_dropout_desc *drop, uint32_t *threshold, dou
     const double p = drop ? drop->p : 0.0;
     if (!(p >= 0.0 && p <= 1.0)) /* also rejects NaN */
         return UF_ERR_BAD_VALUE;
-    *threshold = (uint32_t)ceil(p * 16777216.0); /* exact: p * 2^24 only shifts the exponent */
+    *threshold = (uint32_t)ceil(p * 65536.0); /* exact: p * 2^16 only shifts the exponent */
     *keep_scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
     *seed = drop ? drop->seed : 0;
     *offset = drop ? drop->offset : 0;

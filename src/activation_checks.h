@@ -16,7 +16,7 @@ int uf_finite_f32(double v);
 uf_status uf_check_activation(const uf_activation_desc *act, int *kind, double param[2]);
 
 /* Validates dropout (NULL: p = 0), UF_ERR_BAD_VALUE for p outside [0, 1] or
- * NaN; sets the 24-bit threshold and keep scale of the rule in
+ * NaN; sets the 16-bit threshold and keep scale of the rule in
  * unifuse/activation.h, and the seed and offset. */
 uf_status uf_check_dropout(const uf_dropout_desc *drop, uint32_t *threshold, double *keep_scale,
                            uint64_t *seed, uint64_t *offset);

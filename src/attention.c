@@ -180,7 +180,7 @@ static uf_status check_desc(const uf_attention_desc *d, uf_attention_args *a, sp
                    : bd == UF_BOOL     ? UF_ATT_BIAS_BOOL
                    : bd == UF_F32      ? UF_ATT_BIAS_F32
                                        : UF_ATT_BIAS_SAME;
-    a->threshold = (uint32_t)ceil(d->dropout_p * 16777216.0); /* as activation's dropout */
+    a->threshold = (uint32_t)ceil(d->dropout_p * 65536.0); /* as activation's dropout */
     a->keep_scale = d->dropout_p < 1.0 ? (float)(1.0 / (1.0 - d->dropout_p)) : 0.0f;
     a->seed = d->seed;
     a->offset = d->offset;

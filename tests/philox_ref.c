@@ -25,14 +25,16 @@ void pr_philox(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]
 
 int pr_keep(double p, uint64_t seed, uint64_t offset, uint64_t i)
 {
-    const uint64_t group = i / 4;
+    const uint64_t group = i / 8;
     const uint32_t counter[4] = {(uint32_t)group, (uint32_t)(group >> 32), (uint32_t)offset,
                                  (uint32_t)(offset >> 32)};
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     uint32_t r[4];
     pr_philox(counter, key, r);
-    /* The 24-bit draw u = (r >> 8) / 2^24 is kept when u >= p. */
-    return (double)(r[i % 4] >> 8) / 16777216.0 >= p;
+    /* Two 16-bit draws per word, the low half first; u = d / 2^16 is kept
+     * when u >= p. */
+    const uint32_t d = i % 2 ? r[i % 8 / 2] >> 16 : r[i % 8 / 2] & 0xffffu;
+    return (double)d / 65536.0 >= p;
 }
 
 void pr_keep_bits(double p, uint64_t seed, uint64_t offset, uint64_t n, uint8_t *bits)

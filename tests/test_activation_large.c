@@ -36,8 +36,8 @@
  * machine with less memory; a count of at most 2^32 no longer tests 64-bit
  * indexing, and the test prints so.
  *
- * Not reached at this size: the high word of the Philox counter (i / 4 >=
- * 2^32, i.e. beyond 2^34 elements).
+ * Not reached at this size: the high word of the Philox counter (i / 8 >=
+ * 2^32, i.e. beyond 2^35 elements).
  */
 #include <math.h>
 #include <stdio.h>

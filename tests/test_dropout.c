@@ -71,7 +71,10 @@ static size_t count_mismatched_bytes(const uint8_t *a, const uint8_t *b, size_t 
 }
 
 /* Masks equal the host generator's, bit for bit, whatever the dtype (and so
- * the vector width), alignment (scalar or vector kernel) and size. */
+ * the vector width), alignment (scalar or vector kernel) and size. The
+ * last two p are not multiples of the 16-bit draw's resolution and must
+ * round up: 1e-9 to 2^-16 (only draws of 0 are dropped), 1 - 2^-12 - 1e-9
+ * to 1 - 2^-12 (the 16 largest draws kept; y stays finite in f16). */
 static void masks_match_host(void **state)
 {
     (void)state;
@@ -79,11 +82,14 @@ static void masks_match_host(void **state)
     static const size_t sizes[] = {1, 3, 7, 8, 9, 4095, 4096, 4097, ((size_t)1 << 20) + 1};
     static const uf_dropout_desc drops[] = {{0.1, 0, 0},
                                             {0.5, 0xdeadbeefcafebabeull, ((uint64_t)1 << 40) + 5},
-                                            {0.875, 42, 0xffffffffffffffffull}};
+                                            {0.875, 42, 0xffffffffffffffffull},
+                                            {1e-9, 7, 3},
+                                            {1 - 1.0 / 4096 - 1e-9, 9, 11}};
+    const size_t ndrops = sizeof drops / sizeof drops[0];
     size_t bad = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
         const size_t n = sizes[s], nbytes = (n + 7) / 8;
-        for (size_t k = 0; k < 3; ++k) {
+        for (size_t k = 0; k < ndrops; ++k) {
             uint8_t *want = th_malloc(nbytes), *got = th_malloc(nbytes);
             pr_keep_bits(drops[k].p, drops[k].seed, drops[k].offset, n, want);
             for (size_t d = 0; d < NDTYPES; ++d) {

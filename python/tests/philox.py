@@ -19,13 +19,14 @@ def philox4x32_10(counter, key):
 
 
 def kept(p, seed, offset, count):
-    """Element i of a call is kept when its 24-bit draw is at least p."""
+    """Element i of a call is kept when its 16-bit draw is at least p."""
     seed, offset = seed & (2**64 - 1), offset & (2**64 - 1)
-    threshold = math.ceil(p * (1 << 24))
+    threshold = math.ceil(p * (1 << 16))
     out = []
     for i in range(count):
-        g = i // 4
+        g = i // 8
         words = philox4x32_10((g & _M32, g >> 32, offset & _M32, offset >> 32),
                               (seed & _M32, seed >> 32))
-        out.append((words[i % 4] >> 8) >= threshold)
+        word = words[i % 8 // 2]
+        out.append(((word >> 16) if i % 2 else (word & 0xFFFF)) >= threshold)
     return out

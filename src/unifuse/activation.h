@@ -7,11 +7,16 @@
  * backward pass draws it again from the same three numbers. The rule, the
  * same bits on every backend and for every launch shape:
  *   key     = (low 32 bits of seed, high 32 bits of seed)
- *   counter = (low, high 32 bits of i / 4;  low, high 32 bits of offset)
- *   r       = word i % 4 of Philox-4x32-10(counter, key)
- *   keep    = (r >> 8) >= ceil(p * 2^24)   (a 24-bit uniform draw u = (r >> 8) / 2^24, kept when u
- * >= p) Calls with different offsets draw independent masks; a caller advances `offset` (by 1 is
- * enough) between calls that share a seed.
+ *   counter = (low, high 32 bits of i / 8;  low, high 32 bits of offset)
+ *   r       = word (i % 8) / 2 of Philox-4x32-10(counter, key)
+ *   d       = low 16 bits of r for even i, high 16 bits for odd i
+ *   keep    = d >= ceil(p * 2^16)
+ * that is, a 16-bit uniform draw u = d / 2^16 is kept when u >= p: the drop
+ * probability is p rounded up to a multiple of 2^-16 (at most 1.5e-5 more).
+ * Sixteen bits halve the generator's work per element against 32, which is
+ * what limits 16-bit dtypes on GPUs. Calls with different offsets draw
+ * independent masks; a caller advances `offset` (by 1 is enough) between
+ * calls that share a seed.
  */
 #ifndef UNIFUSE_ACTIVATION_H
 #define UNIFUSE_ACTIVATION_H

@@ -6,11 +6,15 @@
 #   bench/gpu_run.sh [test] [sanitize] [bench] [torch] [python] [train] [ddp] [attn] [ab]
 # (default: the first four). UF_PREBUILT=DIR uses binaries built elsewhere
 # (DIR holds libunifuse-cuda.so*, tests/ and bench/ as a build directory
-# does) instead of building here. ab: the benchmarks named in UF_AB_BENCH
+# does) instead of building here; UF_TESTS names the tests the test stage
+# runs (default: all). ab: the benchmarks named in UF_AB_BENCH
 # (default: norm epilogue activation) once per library directory in
 # UF_AB_LIBS (each holding a libunifuse-cuda.so.0), with the options in
 # UF_AB_ARGS, the same binaries in one session, so that two commits' (or two
-# tunings') kernels are compared on equal terms. python: the binding's unit tests on the GPU's
+# tunings') kernels are compared on equal terms; UF_AB_TREE=TARBALL (e.g.
+# `git archive BASE`) builds that tree's library in build-ab/base alongside
+# this one's (kept for later runs of the same tarball) and puts it first in
+# the list; UF_AB_ROUNDS=n alternates the libraries n times (default 1). python: the binding's unit tests on the GPU's
 # PyTorch; train: the tiny transformer with unifuse and with PyTorch's ops,
 # eager and compiled; ddp: the same under DistributedDataParallel on two
 # GPUs (NCCL) against one process with the same global batch; attn: the
@@ -41,6 +45,16 @@ fi
 log "$(date -u +%FT%TZ) commit $commit"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
+# The A/B tree builds while this one does (16 cores, one long file each).
+ab_tree=$PWD/build-ab
+if [ -n "${UF_AB_TREE:-}" ] && ! cmp -s "$UF_AB_TREE" "$ab_tree/tree.tar"; then
+  rm -rf "$ab_tree" && mkdir -p "$ab_tree/src" && cp "$UF_AB_TREE" "$ab_tree/tree.tar" &&
+    tar xf "$ab_tree/tree.tar" -C "$ab_tree/src" &&
+    (cd "$ab_tree/src" && meson setup ../base -Dplatform=cuda -Dbuildtype=release -Dtests=false \
+      -Dbench=false ${UF_MESON_ARGS:-} && ninja -C ../base) >"$out/ab_tree_build.log" 2>&1 &
+  ab_tree_job=$!
+fi
+
 B=${UF_PREBUILT:-build-gpu}
 if [ -z "${UF_PREBUILT:-}" ]; then
   meson setup build-gpu -Dplatform=cuda -Dbuildtype=release ${UF_MESON_ARGS:-} >"$out/setup.log" 2>&1 ||
@@ -55,7 +69,7 @@ for stage in $stages; do
   test)
     log "meson test (CUDA)"
     if [ -z "${UF_PREBUILT:-}" ]; then
-      UF_TEST_LARGE=1 meson test -C $B --print-errorlogs 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
+      UF_TEST_LARGE=1 meson test -C $B --print-errorlogs ${UF_TESTS:-} 2>&1 | tail -15 | tee -a "$out/summary.txt" || status=1
       cp $B/meson-logs/testlog.txt "$out/testlog.txt"
     else # no meson directory: each test binary there, in turn
       for t in "$B"/tests/test_*; do
@@ -143,13 +157,22 @@ for stage in $stages; do
       2>&1 | tee "$out/torch_attention.log" | tail -80 || status=1
     ;;
   ab)
-    for lib in ${UF_AB_LIBS:-}; do
-      for b in ${UF_AB_BENCH:-norm epilogue activation}; do
-        log "unifuse-bench-$b with $lib"
-        LD_LIBRARY_PATH=$lib $B/bench/unifuse-bench-$b ${UF_AB_ARGS:-} \
-          --json "$out/ab_${b}_$(basename "$lib").json" >"$out/ab_${b}_$(basename "$lib").log" 2>&1 ||
-          status=1
-        tail -3 "$out/ab_${b}_$(basename "$lib").log" | tee -a "$out/summary.txt"
+    libs=${UF_AB_LIBS:-}
+    if [ -n "${UF_AB_TREE:-}" ]; then
+      if [ -n "${ab_tree_job:-}" ]; then
+        wait "$ab_tree_job" || { tail -30 "$out/ab_tree_build.log"; exit 1; }
+      fi
+      libs="$ab_tree/base ${libs:-$B}"
+    fi
+    for round in $(seq "${UF_AB_ROUNDS:-1}"); do
+      for lib in $libs; do
+        for b in ${UF_AB_BENCH:-norm epilogue activation}; do
+          name=ab_${b}_$(basename "$lib")_$round
+          log "unifuse-bench-$b with $lib, round $round"
+          LD_LIBRARY_PATH=$lib $B/bench/unifuse-bench-$b ${UF_AB_ARGS:-} \
+            --json "$out/$name.json" >"$out/$name.log" 2>&1 || status=1
+          tail -3 "$out/$name.log" | tee -a "$out/summary.txt"
+        done
       done
     done
     ;;

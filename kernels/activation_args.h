@@ -8,8 +8,9 @@
 
 #include "backend.h"
 
-/* Elements one thread handles together: two Philox draws' worth, aligned on
- * the element index, so that a unit's keep bits fill one byte. */
+/* Elements one thread handles together: one Philox call's worth of 16-bit
+ * draws, aligned on the element index, so that a unit's keep bits fill one
+ * byte and come from one call (kernels/dropout_device.h). */
 #define UF_ACT_UNIT 8
 /* Bytes of each input per thread in one logical block: the units of
  * UF_ACT_UNIT elements a thread loads (all of them before it uses any)

@@ -35,12 +35,18 @@ UF_FN void UF_VNAME(uf_epi_row_operands)(const uf_epilogue_args *a, int64_t c0, 
             a->scale_kind == UF_OPERAND_SCALAR ? (UF_ACC)a->scale_value : (UF_ACC)1;
 }
 
-/* Multiplies v by the dropout factor of elements r * cols + c0 ... */
-UF_FN void UF_VNAME(uf_epi_drop)(const uf_epilogue_args *a, int64_t r, int64_t c0, UF_ACC *v)
+/* Multiplies v by the dropout factor of elements r * cols + c0 ... Where
+ * rows are whole units (`whole`, a constant at each call) the unit is one
+ * Philox group: one call, no shift. */
+UF_FN void UF_VNAME(uf_epi_drop)(const uf_epilogue_args *a, int whole, int64_t r, int64_t c0,
+                                 UF_ACC *v)
 {
     if (a->threshold == 0)
         return;
-    const unsigned bits = uf_dropout_bits_at(a->seed, a->offset, a->threshold, r * a->cols + c0);
+    const int64_t i0 = r * a->cols + c0;
+    const unsigned bits = whole ? uf_dropout_byte(a->seed, a->offset, uf_dropout_cut(a->threshold),
+                                                  (uint64_t)i0 / UF_PHILOX_GROUP)
+                                : uf_dropout_bits_at(a->seed, a->offset, a->threshold, i0);
     const UF_ACC keep = (UF_ACC)a->keep_scale;
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= (bits >> e & 1u) ? keep : (UF_ACC)0;
 }
@@ -68,7 +74,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(const uf_epilogue_args *a, int drop, int64_
         UF_ACT_APPLY(a->kind, 0, p0, p1, v);
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
         if (drop)
-            UF_VNAME(uf_epi_drop)(a, r, c0, v);
+            UF_VNAME(uf_epi_drop)(a, 0, r, c0, v);
         if (a->residual_kind == UF_OPERAND_FULL) {
             UF_VNAME(uf_row_load)((const UF_T *)a->residual + base, c0, a->cols, a->vec, res);
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += res[e];
@@ -113,7 +119,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(const uf_epilogue_args *a, int drop, 
             UF_ACT_APPLY(a->kind, 0, p0, p1, v);
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
             if (drop)
-                UF_VNAME(uf_epi_drop)(a, ri, c0, v);
+                UF_VNAME(uf_epi_drop)(a, 1, ri, c0, v);
             if (full_res) {
                 UF_VNAME(uf_unit_unpack)(rw[i], t);
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += t[e];
@@ -176,7 +182,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, in
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
     if (a->dresidual)
         UF_VNAME(uf_epi_bwd_store)(a, a->dresidual, r, c0, whole, g);
-    UF_VNAME(uf_epi_drop)(a, r, c0, g);
+    UF_VNAME(uf_epi_drop)(a, whole, r, c0, g);
     if (need_act) {
         UF_ACC t[UF_ACT_UNIT];
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) t[e] = z[e];

@@ -405,6 +405,52 @@ static void backward_in_place(void **state)
             }
 }
 
+/* LayerNorm over rows of one element: h - mean is 0, so dx is exactly 0
+ * whatever dy and the weight (a GPU compiler that fused dy * w into
+ * g - mean(g) left rstd times that product's rounding error). */
+static void one_element_rows_give_zero_dx(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    const int64_t rows = 37;
+    const size_t n = (size_t)rows;
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        const uf_norm_desc desc = {UF_NORM_LAYER, dtypes[d], rows, 1, 1e-5, 1, 1, 0};
+        double *x = values(n, -2, 2, 80, dtypes[d]), *dy = values(n, -1, 1, 81, dtypes[d]);
+        double *w = values(1, 0.5, 1.5, 82, dtypes[d]), *got = th_malloc(n * sizeof *got);
+        void *bx, *bdy, *bw, *bdx, *bst, *bcol;
+        void *gx = th_upload(x, n, dtypes[d], 0, &bx), *gdy = th_upload(dy, n, dtypes[d], 0, &bdy);
+        void *gw = th_upload(w, 1, dtypes[d], 0, &bw), *gdx = th_upload(x, n, dtypes[d], 0, &bdx);
+        assert_int_equal(uf_malloc(&bst, 2 * n * 8), UF_OK);
+        assert_int_equal(uf_malloc(&bcol, 32), UF_OK);
+        char *st = bst, *col = bcol;
+        assert_int_equal(uf_norm_forward(&desc, gx, NULL, gw, gw, gdx, NULL, st, st + n * 8, NULL),
+                         UF_OK);
+        assert_int_equal(
+            uf_norm_backward(&desc, gx, gw, st, st + n * 8, gdy, NULL, gdx, col, col + 16, NULL),
+            UF_OK);
+        th_download(got, gdx, n, dtypes[d]);
+        for (size_t i = 0; i < n; ++i)
+            if (got[i] != 0) {
+                if (bad++ < 4)
+                    fprintf(stderr, "# %s row %zu: dx %g, want 0\n", th_dtype_name(dtypes[d]), i,
+                            got[i]);
+            }
+        free(x);
+        free(dy);
+        free(w);
+        free(got);
+        uf_free(bx);
+        uf_free(bdy);
+        uf_free(bw);
+        uf_free(bdx);
+        uf_free(bst);
+        uf_free(bcol);
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -481,6 +527,7 @@ int main(void)
         cmocka_unit_test(deterministic_column_sums),
         cmocka_unit_test(forward_in_place),
         cmocka_unit_test(backward_in_place),
+        cmocka_unit_test(one_element_rows_give_zero_dx),
         cmocka_unit_test(statuses),
     };
     return TH_RUN("norm", tests);

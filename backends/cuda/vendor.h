@@ -32,6 +32,10 @@ static __device__ __forceinline__ unsigned uf_cuda_mul_hilo(unsigned a, unsigned
 }
 #define UF_VENDOR_MUL_HILO(a, b, hi) uf_cuda_mul_hilo((a), (b), (hi))
 
+/* Products nvcc never contracts into an FMA. */
+#define UF_VENDOR_MUL_RN_F32(a, b) __fmul_rn((a), (b))
+#define UF_VENDOR_MUL_RN_F64(a, b) __dmul_rn((a), (b))
+
 /* 1 / x to within an ulp: one MUFU.RCP, where the division 1.0f / x adds
  * Newton steps and a branch to a slow path for IEEE rounding. */
 static __device__ __forceinline__ float uf_cuda_rcp(float x)

@@ -233,6 +233,19 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
 #else
 #define UF_RCPF(x) (1.0f / (x))
 #endif
+/* UF_MUL_RN(a, b): a * b rounded on its own, never fused with an add that
+ * follows into one FMA (both GPU compilers contract by default), for float
+ * or double. Where a difference must be exactly 0 when its terms are equal
+ * (LayerNorm's g - mean(g) over a row of one element, times rstd). */
+UF_FN float uf_mul_rn(float a, float b)
+{
+    return UF_VENDOR_MUL_RN_F32(a, b);
+}
+UF_FN double uf_mul_rn(double a, double b)
+{
+    return UF_VENDOR_MUL_RN_F64(a, b);
+}
+#define UF_MUL_RN(a, b) uf_mul_rn((a), (b))
 #define UF_EXPF(x) __expf(x)
 #define UF_EXP2F(x) exp2f(x) /* one instruction with -ftz (CUDA) */
 #define UF_EXP(x) exp(x)

@@ -25,6 +25,22 @@
 /* 1 / x to within an ulp: v_rcp_f32, without IEEE division's fix-up. */
 #define UF_VENDOR_RCP(x) __builtin_amdgcn_rcpf(x)
 
+/* Products clang does not contract into an FMA: HIP's __fmul_rn is a plain
+ * product that it does fuse (checked in gfx90a assembly), so the product
+ * is made where contraction is off. */
+static __device__ __forceinline__ float uf_hip_mul_rn_f32(float a, float b)
+{
+#pragma clang fp contract(off)
+    return a * b;
+}
+static __device__ __forceinline__ double uf_hip_mul_rn_f64(double a, double b)
+{
+#pragma clang fp contract(off)
+    return a * b;
+}
+#define UF_VENDOR_MUL_RN_F32(a, b) uf_hip_mul_rn_f32((a), (b))
+#define UF_VENDOR_MUL_RN_F64(a, b) uf_hip_mul_rn_f64((a), (b))
+
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
 #define cudaErrorNoDevice hipErrorNoDevice

@@ -248,6 +248,9 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
     *hi = (uint32_t)(p >> 32);
     return (uint32_t)p;
 }
+/* The library is compiled as ISO C (c_std=c11), where gcc contracts no
+ * product into an FMA: a plain product is already rounded on its own. */
+#define UF_MUL_RN(a, b) ((a) * (b))
 /* A vector division here; GPUs use their reciprocal instruction. */
 #define UF_RCPF(x) (1.0f / (x))
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */

@@ -243,6 +243,32 @@ UF_FN T F(softshrink)(T x, T lambda)
     return x > lambda ? x - lambda : (x < -lambda ? x + lambda : (T)0);
 }
 
+/* The activations' table: UF_ACT_CASE(kind, forward, derivative) with the
+ * input named UF_ACT_X, for act_apply and act_apply_run to expand. */
+#define UF_ACT_CASES                                                                               \
+    UF_ACT_CASE(UF_ACT_IDENTITY, UF_ACT_X, (T)1)                                                   \
+    UF_ACT_CASE(UF_ACT_SIGMOID, F(sigmoid)(UF_ACT_X), F(d_sigmoid)(UF_ACT_X))                      \
+    UF_ACT_CASE(UF_ACT_LOGSIGMOID, F(logsigmoid)(UF_ACT_X), F(d_logsigmoid)(UF_ACT_X))             \
+    UF_ACT_CASE(UF_ACT_TANH, F(tanh)(UF_ACT_X), F(d_tanh)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_RELU, F(relu)(UF_ACT_X), F(d_relu)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_GELU, F(gelu)(UF_ACT_X), F(d_gelu)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_GELU_TANH, F(gelu_tanh)(UF_ACT_X), F(d_gelu_tanh)(UF_ACT_X))                \
+    UF_ACT_CASE(UF_ACT_SILU, F(silu)(UF_ACT_X), F(d_silu)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_RELU6, F(relu6)(UF_ACT_X), F(d_relu6)(UF_ACT_X))                            \
+    UF_ACT_CASE(UF_ACT_HARDSIGMOID, F(hardsigmoid)(UF_ACT_X), F(d_hardsigmoid)(UF_ACT_X))          \
+    UF_ACT_CASE(UF_ACT_HARDTANH, F(hardtanh)(UF_ACT_X, a, b), F(d_hardtanh)(UF_ACT_X, a, b))       \
+    UF_ACT_CASE(UF_ACT_HARDSWISH, F(hardswish)(UF_ACT_X), F(d_hardswish)(UF_ACT_X))                \
+    UF_ACT_CASE(UF_ACT_SELU, F(selu)(UF_ACT_X), F(d_selu)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_MISH, F(mish)(UF_ACT_X), F(d_mish)(UF_ACT_X))                               \
+    UF_ACT_CASE(UF_ACT_SOFTPLUS, F(softplus)(UF_ACT_X, a, b), F(d_softplus)(UF_ACT_X, a, b))       \
+    UF_ACT_CASE(UF_ACT_SOFTSIGN, F(softsign)(UF_ACT_X), F(d_softsign)(UF_ACT_X))                   \
+    UF_ACT_CASE(UF_ACT_TANHSHRINK, F(tanhshrink)(UF_ACT_X), F(d_tanhshrink)(UF_ACT_X))             \
+    UF_ACT_CASE(UF_ACT_LEAKY_RELU, F(leaky_relu)(UF_ACT_X, a), F(d_leaky_relu)(UF_ACT_X, a))       \
+    UF_ACT_CASE(UF_ACT_ELU, F(elu)(UF_ACT_X, a), F(d_elu)(UF_ACT_X, a))                            \
+    UF_ACT_CASE(UF_ACT_CELU, F(celu)(UF_ACT_X, a), F(d_celu)(UF_ACT_X, a))                         \
+    UF_ACT_CASE(UF_ACT_HARDSHRINK, F(hardshrink)(UF_ACT_X, a), F(d_shrink)(UF_ACT_X, a))           \
+    UF_ACT_CASE(UF_ACT_SOFTSHRINK, F(softshrink)(UF_ACT_X, a), F(d_shrink)(UF_ACT_X, a))
+
 /* One activation (forward, or derivative when `grad`) over the
  * UF_ACT_UNIT values of v, in place; the switch runs once per unit, not per
  * element. NaN inputs give NaN whatever the function's branches do. */
@@ -251,6 +277,7 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
     enum { n = UF_ACT_UNIT };
     T x[n];
     UF_UNROLL for (int e = 0; e < n; ++e) x[e] = v[e];
+#define UF_ACT_X x[e]
 #define UF_ACT_CASE(KIND, FWD, BWD)                                                                \
     case KIND:                                                                                     \
         if (grad)                                                                                  \
@@ -259,35 +286,45 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
             UF_UNROLL for (int e = 0; e < n; ++e) v[e] = FWD;                                      \
         break;
     switch (kind) {
-        UF_ACT_CASE(UF_ACT_IDENTITY, x[e], (T)1)
-        UF_ACT_CASE(UF_ACT_SIGMOID, F(sigmoid)(x[e]), F(d_sigmoid)(x[e]))
-        UF_ACT_CASE(UF_ACT_LOGSIGMOID, F(logsigmoid)(x[e]), F(d_logsigmoid)(x[e]))
-        UF_ACT_CASE(UF_ACT_TANH, F(tanh)(x[e]), F(d_tanh)(x[e]))
-        UF_ACT_CASE(UF_ACT_RELU, F(relu)(x[e]), F(d_relu)(x[e]))
-        UF_ACT_CASE(UF_ACT_GELU, F(gelu)(x[e]), F(d_gelu)(x[e]))
-        UF_ACT_CASE(UF_ACT_GELU_TANH, F(gelu_tanh)(x[e]), F(d_gelu_tanh)(x[e]))
-        UF_ACT_CASE(UF_ACT_SILU, F(silu)(x[e]), F(d_silu)(x[e]))
-        UF_ACT_CASE(UF_ACT_RELU6, F(relu6)(x[e]), F(d_relu6)(x[e]))
-        UF_ACT_CASE(UF_ACT_HARDSIGMOID, F(hardsigmoid)(x[e]), F(d_hardsigmoid)(x[e]))
-        UF_ACT_CASE(UF_ACT_HARDTANH, F(hardtanh)(x[e], a, b), F(d_hardtanh)(x[e], a, b))
-        UF_ACT_CASE(UF_ACT_HARDSWISH, F(hardswish)(x[e]), F(d_hardswish)(x[e]))
-        UF_ACT_CASE(UF_ACT_SELU, F(selu)(x[e]), F(d_selu)(x[e]))
-        UF_ACT_CASE(UF_ACT_MISH, F(mish)(x[e]), F(d_mish)(x[e]))
-        UF_ACT_CASE(UF_ACT_SOFTPLUS, F(softplus)(x[e], a, b), F(d_softplus)(x[e], a, b))
-        UF_ACT_CASE(UF_ACT_SOFTSIGN, F(softsign)(x[e]), F(d_softsign)(x[e]))
-        UF_ACT_CASE(UF_ACT_TANHSHRINK, F(tanhshrink)(x[e]), F(d_tanhshrink)(x[e]))
-        UF_ACT_CASE(UF_ACT_LEAKY_RELU, F(leaky_relu)(x[e], a), F(d_leaky_relu)(x[e], a))
-        UF_ACT_CASE(UF_ACT_ELU, F(elu)(x[e], a), F(d_elu)(x[e], a))
-        UF_ACT_CASE(UF_ACT_CELU, F(celu)(x[e], a), F(d_celu)(x[e], a))
-        UF_ACT_CASE(UF_ACT_HARDSHRINK, F(hardshrink)(x[e], a), F(d_shrink)(x[e], a))
-        UF_ACT_CASE(UF_ACT_SOFTSHRINK, F(softshrink)(x[e], a), F(d_shrink)(x[e], a))
+        UF_ACT_CASES
     default:
         break;
     }
 #undef UF_ACT_CASE
+#undef UF_ACT_X
     UF_UNROLL for (int e = 0; e < n; ++e) v[e] = x[e] != x[e] ? x[e] : v[e];
 }
 
+/* The same over n consecutive values, one loop over all of them: where
+ * loops are vectorised, a run converted from 16-bit storage in one call
+ * then fills whole vectors (a unit at a time took every eighth value). */
+UF_FN void F(act_apply_run)(int kind, int grad, T a, T b, T *v, int n)
+{
+#define UF_ACT_X xe
+#define UF_ACT_CASE(KIND, FWD, BWD)                                                                \
+    case KIND:                                                                                     \
+        if (grad) {                                                                                \
+            for (int e = 0; e < n; ++e) {                                                          \
+                const T xe = v[e];                                                                 \
+                v[e] = xe != xe ? xe : (BWD);                                                      \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int e = 0; e < n; ++e) {                                                          \
+                const T xe = v[e];                                                                 \
+                v[e] = xe != xe ? xe : (FWD);                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        break;
+    switch (kind) {
+        UF_ACT_CASES
+    default:
+        break;
+    }
+#undef UF_ACT_CASE
+#undef UF_ACT_X
+}
+
+#undef UF_ACT_CASES
 #undef UF_AM_SIXTH
 #undef UF_AM_THIRD
 #undef T

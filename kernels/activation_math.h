@@ -301,18 +301,17 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
 UF_FN void F(act_apply_run)(int kind, int grad, T a, T b, T *v, int n)
 {
 #define UF_ACT_X xe
+#define UF_ACT_RUN_LOOP(EXPR)                                                                      \
+    for (int e = 0; e < n; ++e) {                                                                  \
+        const T xe = v[e];                                                                         \
+        v[e] = xe != xe ? xe : (EXPR);                                                             \
+    }
 #define UF_ACT_CASE(KIND, FWD, BWD)                                                                \
     case KIND:                                                                                     \
         if (grad) {                                                                                \
-            for (int e = 0; e < n; ++e) {                                                          \
-                const T xe = v[e];                                                                 \
-                v[e] = xe != xe ? xe : (BWD);                                                      \
-            }                                                                                      \
+            UF_ACT_RUN_LOOP(BWD)                                                                   \
         } else {                                                                                   \
-            for (int e = 0; e < n; ++e) {                                                          \
-                const T xe = v[e];                                                                 \
-                v[e] = xe != xe ? xe : (FWD);                                                      \
-            }                                                                                      \
+            UF_ACT_RUN_LOOP(FWD)                                                                   \
         }                                                                                          \
         break;
     switch (kind) {
@@ -321,6 +320,7 @@ UF_FN void F(act_apply_run)(int kind, int grad, T a, T b, T *v, int n)
         break;
     }
 #undef UF_ACT_CASE
+#undef UF_ACT_RUN_LOOP
 #undef UF_ACT_X
 }
 

@@ -13,7 +13,10 @@
  * block (launchers size blocks by it), and the index of item k of thread t
  * of `block` when every thread takes per_thread items; the items of a block
  * are [block * per_thread * threads, (block + 1) * per_thread * threads)
- * in every backend's order. */
+ * in every backend's order. UF_THREAD_ITEM_IN(block, per_thread, k, t,
+ * nthreads) is the same for a kernel that knows its block size as a
+ * constant (then a thread's items lie constant strides apart, and GPUs
+ * address them with immediate offsets from one pointer). */
 #include "thread_work.h"
 
 #ifdef __cplusplus

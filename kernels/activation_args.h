@@ -40,6 +40,13 @@
 #ifndef UF_ACT_BWD_BLOCKS
 #define UF_ACT_BWD_BLOCKS 4
 #endif
+/* The same for the kernels without dropout. */
+#ifndef UF_ACT_PLAIN_FWD_BLOCKS
+#define UF_ACT_PLAIN_FWD_BLOCKS 4
+#endif
+#ifndef UF_ACT_PLAIN_BWD_BLOCKS
+#define UF_ACT_PLAIN_BWD_BLOCKS 4
+#endif
 
 typedef struct uf_activation_args {
     const void *x;   /* forward and backward: x (backward with the identity: unused) */
@@ -59,7 +66,10 @@ typedef struct uf_activation_args {
     uf_status uf_act_##pass##_##dt##_v##vec##_launch(const uf_launch *, const uf_activation_args *);
 #define UF_ACT_DECLARE(dt, vec)                                                                    \
     UF_ACT_DECLARE_ONE(fwd, dt, 1)                                                                 \
-    UF_ACT_DECLARE_ONE(fwd, dt, vec) UF_ACT_DECLARE_ONE(bwd, dt, 1) UF_ACT_DECLARE_ONE(bwd, dt, vec)
+    UF_ACT_DECLARE_ONE(fwd, dt, vec)                                                               \
+    UF_ACT_DECLARE_ONE(bwd, dt, 1) UF_ACT_DECLARE_ONE(bwd, dt, vec)                                \
+        UF_ACT_DECLARE_ONE(fwd_plain, dt, 1) UF_ACT_DECLARE_ONE(fwd_plain, dt, vec)                \
+            UF_ACT_DECLARE_ONE(bwd_plain, dt, 1) UF_ACT_DECLARE_ONE(bwd_plain, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

@@ -98,16 +98,6 @@ UF_FN void UF_VNAME(uf_act_fwd_units_as)(int kind, int drop, const uf_activation
     }
 }
 
-/* The same, called through UF_ACT_SWITCH, so `kind` is a constant here. */
-UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
-                                      const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
-{
-    if (a->threshold != 0)
-        UF_VNAME(uf_act_fwd_units_as)(kind, 1, a, steps, bits, w);
-    else
-        UF_VNAME(uf_act_fwd_units_as)(kind, 0, a, steps, bits, w);
-}
-
 /* dx = dropout(dy) * act'(x) over `steps` stored units (dx in place of dy),
  * `drop` a constant as above. */
 UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation_args *a, int steps,
@@ -145,7 +135,21 @@ UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation
     }
 }
 
-/* The same, called through UF_ACT_SWITCH (`kind` a constant). */
+/* The units of the kernels that may drop (p read at run time: one copy
+ * of the loop each way) and of those that never do. */
+UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
+                                      const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
+{
+    if (a->threshold != 0)
+        UF_VNAME(uf_act_fwd_units_as)(kind, 1, a, steps, bits, w);
+    else
+        UF_VNAME(uf_act_fwd_units_as)(kind, 0, a, steps, bits, w);
+}
+UF_FN void UF_VNAME(uf_act_fwd_units_plain)(int kind, const uf_activation_args *a, int steps,
+                                            const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
+{
+    UF_VNAME(uf_act_fwd_units_as)(kind, 0, a, steps, bits, w);
+}
 UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int steps,
                                       const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
                                       uint32_t (*w)[UF_UNIT_WORDS])
@@ -155,9 +159,48 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
     else
         UF_VNAME(uf_act_bwd_units_as)(kind, 0, a, steps, bits, g, w);
 }
+UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *a, int steps,
+                                            const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
+                                            uint32_t (*w)[UF_UNIT_WORDS])
+{
+    UF_VNAME(uf_act_bwd_units_as)(kind, 0, a, steps, bits, g, w);
+}
 
-/* Unit k of thread t in logical block b, in the layer's order. */
-#define UF_ACT_UNIT_OF(b, steps, k, t) UF_THREAD_ITEM(b, steps, k, t)
+/* Unit k of thread t in logical block b, in the layer's order. Blocks are
+ * always UF_ACT_THREADS threads (src/activation.c); the kernels without
+ * dropout use that constant, so that a thread's units lie constant strides
+ * apart. */
+#define UF_ACT_UNIT_OF(b, steps, k, t)                                                             \
+    (UF_ACT_PLAIN ? UF_THREAD_ITEM_IN(b, steps, k, t, UF_ACT_THREADS)                              \
+                  : UF_THREAD_ITEM(b, steps, k, t))
+
+/* Whether thread t's `steps` units in block b lie wholly within the count
+ * (its last unit is the furthest on in every order): then each is one or
+ * two 16-byte accesses without a bound of its own, and their addresses
+ * fixed offsets from the first. Where loops are vectorised, the bounded
+ * accesses vectorise as they are. Only the kernels without dropout: with
+ * whole accesses, those with dropout lost 6-10 points of copy bandwidth in
+ * 16 bits on the H200 (2026-12-02). */
+#define UF_ACT_WHOLE(a, b, steps, t)                                                               \
+    (UF_ACT_PLAIN && !UF_VECTORISED_LOOPS && UF_VEC > 1 &&                                         \
+     (UF_ACT_UNIT_OF(b, steps, (steps)-1, t) + 1) * UF_ACT_UNIT <= (a).count)
+
+/* Loads (stores) the unit at element i0 of `tensor` into (from) w;
+ * `whole` as UF_ACT_WHOLE. */
+#define UF_ACT_LOAD_UNIT(tensor, count, whole, i0, w)                                              \
+    do {                                                                                           \
+        if (whole)                                                                                 \
+            UF_VNAME(uf_unit_load_whole)(tensor, i0, w);                                           \
+        else                                                                                       \
+            UF_VNAME(uf_unit_load)(tensor, i0, count, 1, w);                                       \
+    } while (0)
+#define UF_ACT_STORE_UNIT(tensor, count, whole, i0, w)                                             \
+    do {                                                                                           \
+        if (whole)                                                                                 \
+            UF_VNAME(uf_unit_store_whole)(tensor, i0, w);                                          \
+        else                                                                                       \
+            UF_VNAME(uf_unit_store)(tensor, i0, count, 1, w);                                      \
+    } while (0)
 
 /* bits[k] = the keep bits of unit k of thread t in block b (bit e: element
  * e of the unit), all ones without dropout; one Philox group per unit.
@@ -169,7 +212,7 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
 #define UF_ACT_KEEP_BITS(bits, steps, a, b, t)                                                     \
     do {                                                                                           \
         UF_UNROLL_HELD for (int k_ = 0; k_ < (steps); ++k_)(bits)[k_] = 0xffu;                     \
-        if ((a).threshold != 0) {                                                                  \
+        if (UF_ACT_DROP) {                                                                         \
             const uint32_t cut_ = uf_dropout_cut((a).threshold);                                   \
             if (UF_VECTORISED_LOOPS) {                                                             \
                 uint8_t byte_[(steps)];                                                            \
@@ -183,51 +226,32 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
         }                                                                                          \
     } while (0)
 
-UF_KERNEL_RESIDENT(UF_VNAME(uf_act_fwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_FWD_BLOCKS)
-{
-    UF_BLOCKS (b) {
-        UF_THREADS (t) {
-            /* The keep bits first: they need only the index, so their
-             * registers are not held beside the loaded units. */
-            unsigned bits[UF_ACT_STEPS];
-            UF_ACT_KEEP_BITS(bits, UF_ACT_STEPS, a, b, t);
-            uint32_t w[UF_ACT_STEPS][UF_UNIT_WORDS];
-            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k) UF_VNAME(uf_unit_load)(
-                a.x, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, w[k]);
-            UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_fwd_units), &a, UF_ACT_STEPS, bits, w)
-            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k)
-            {
-                const int64_t unit = UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t);
-                UF_VNAME(uf_unit_store)(a.out, unit * UF_ACT_UNIT, a.count, 1, w[k]);
-                if (a.keep_bits && unit * UF_ACT_UNIT < a.count)
-                    ((uint8_t *)a.keep_bits)[unit] =
-                        (uint8_t)(bits[k] & uf_unit_valid_bits(a.count, unit * UF_ACT_UNIT));
-            }
-        }
-    }
-}
+/* The kernels with dropout (src/activation.c launches them where p > 0;
+ * they test p, and can run without) and the plain ones without: those
+ * carry none of the dropout's code, so that their registers are allocated
+ * for the activation alone. */
+#define UF_ACT_PLAIN 0
+#define UF_ACT_DROP ((a).threshold != 0)
+#define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units)
+#define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units)
+#define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd)
+#define UF_ACT_BWD_KERNEL UF_VNAME(uf_act_bwd)
+#define UF_ACT_FWD_RESIDENT UF_ACT_FWD_BLOCKS
+#define UF_ACT_BWD_RESIDENT UF_ACT_BWD_BLOCKS
+#include "kernels/activation_kernels.h"
+#define UF_ACT_PLAIN 1
+#define UF_ACT_DROP 0
+#define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units_plain)
+#define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units_plain)
+#define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd_plain)
+#define UF_ACT_BWD_KERNEL UF_VNAME(uf_act_bwd_plain)
+#define UF_ACT_FWD_RESIDENT UF_ACT_PLAIN_FWD_BLOCKS
+#define UF_ACT_BWD_RESIDENT UF_ACT_PLAIN_BWD_BLOCKS
+#include "kernels/activation_kernels.h"
 
-UF_KERNEL_RESIDENT(UF_VNAME(uf_act_bwd), uf_activation_args, a, UF_ACT_THREADS, UF_ACT_BWD_BLOCKS)
-{
-    UF_BLOCKS (b) {
-        UF_THREADS (t) {
-            unsigned bits[UF_ACT_BWD_STEPS];
-            UF_ACT_KEEP_BITS(bits, UF_ACT_BWD_STEPS, a, b, t);
-            uint32_t g[UF_ACT_BWD_STEPS][UF_UNIT_WORDS], w[UF_ACT_BWD_STEPS][UF_UNIT_WORDS];
-            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
-            {
-                const int64_t i0 = UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT;
-                UF_VNAME(uf_unit_load)(a.dy, i0, a.count, 1, g[k]);
-                if (a.kind != UF_ACT_IDENTITY)
-                    UF_VNAME(uf_unit_load)(a.x, i0, a.count, 1, w[k]);
-            }
-            UF_ACT_SWITCH(a.kind, UF_VNAME(uf_act_bwd_units), &a, UF_ACT_BWD_STEPS, bits, g, w)
-            UF_UNROLL_HELD for (int k = 0; k < UF_ACT_BWD_STEPS; ++k) UF_VNAME(uf_unit_store)(
-                a.out, UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT, a.count, 1, g[k]);
-        }
-    }
-}
-
+#undef UF_ACT_STORE_UNIT
+#undef UF_ACT_LOAD_UNIT
+#undef UF_ACT_WHOLE
 #undef UF_ACT_UNIT_OF
 #undef UF_ACT_KEEP_BITS
 #undef UF_ACT_RUNS

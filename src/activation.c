@@ -12,16 +12,18 @@
 
 typedef uf_status (*uf_act_launcher)(const uf_launch *, const uf_activation_args *);
 
-/* Indexed [backward][dtype - 1][vectorised]. */
+/* Indexed [dropout][backward][dtype - 1][vectorised]. */
 #define UF_ACT_ROW(pass, dt, vec)                                                                  \
     {                                                                                              \
         uf_act_##pass##_##dt##_v1_launch, uf_act_##pass##_##dt##_v##vec##_launch                   \
     }
-static const uf_act_launcher launchers[2][4][2] = {
-    {UF_ACT_ROW(fwd, f32, 4), UF_ACT_ROW(fwd, f16, 8), UF_ACT_ROW(fwd, bf16, 8),
-     UF_ACT_ROW(fwd, f64, 2)},
-    {UF_ACT_ROW(bwd, f32, 4), UF_ACT_ROW(bwd, f16, 8), UF_ACT_ROW(bwd, bf16, 8),
-     UF_ACT_ROW(bwd, f64, 2)}};
+#define UF_ACT_PASS(pass)                                                                          \
+    {                                                                                              \
+        UF_ACT_ROW(pass, f32, 4), UF_ACT_ROW(pass, f16, 8), UF_ACT_ROW(pass, bf16, 8),             \
+            UF_ACT_ROW(pass, f64, 2)                                                               \
+    }
+static const uf_act_launcher launchers[2][2][4][2] = {
+    {UF_ACT_PASS(fwd_plain), UF_ACT_PASS(bwd_plain)}, {UF_ACT_PASS(fwd), UF_ACT_PASS(bwd)}};
 
 static const char *const names[UF_ACT_COUNT] = {
     "identity",  "sigmoid", "logsigmoid", "tanh",        "relu",       "gelu",
@@ -109,7 +111,7 @@ static uf_status launch_here(int backward, uf_dtype dtype, const uf_activation_a
     const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
                          (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES,
                          0};
-    return launchers[backward][dtype - 1][vec_ok](&l, a);
+    return launchers[a->threshold != 0][backward][dtype - 1][vec_ok](&l, a);
 }
 
 /* launch_here on the stream's device. */

@@ -8,7 +8,9 @@
 
 #define UF_THREAD_WORK 1
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
-    ((((int64_t)(block)) * (per_thread) + (k)) * UF_NTHREADS + (t))
+    UF_THREAD_ITEM_IN(block, per_thread, k, t, UF_NTHREADS)
+#define UF_THREAD_ITEM_IN(block, per_thread, k, t, nthreads)                                       \
+    ((((int64_t)(block)) * (per_thread) + (k)) * (nthreads) + (t))
 
 /* The same inside a group of `group` threads sharing a row: item k of the
  * group's thread `lane`. */

@@ -14,7 +14,9 @@
 
 #define UF_THREAD_WORK 16
 #define UF_THREAD_ITEM(block, per_thread, k, t)                                                    \
-    ((((int64_t)(block)) * UF_NTHREADS + (t)) * (per_thread) + (k))
+    UF_THREAD_ITEM_IN(block, per_thread, k, t, UF_NTHREADS)
+#define UF_THREAD_ITEM_IN(block, per_thread, k, t, nthreads)                                       \
+    ((((int64_t)(block)) * (nthreads) + (t)) * (per_thread) + (k))
 
 /* The same inside a group of `group` threads sharing a row: item k of the
  * group's thread `lane`, consecutive for each thread. */

@@ -243,16 +243,19 @@ UF_FN void UF_VNAME(uf_norm_held_read)(const uf_norm_args *a, const void *tensor
         &w[k * UF_UNIT_WORDS]);
 }
 
-/* The weight of the unit at column c0 (1 where there is none). */
-UF_FN void UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int64_t c0, UF_ACC *w)
+/* `lane`'s unit k of the weight as stored (ones where there is none), into
+ * w; returns w. */
+UF_FN const uint32_t *UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int lane, int k,
+                                                    uint32_t *w)
 {
-    if (!a->weight) {
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) w[e] = 1;
-        return;
+    if (a->weight) {
+        UF_VNAME(uf_unit_load_whole)(a->weight, UF_NORM_HELD_READ(UF_NORM_HELD_COL(a, k, lane)), w);
+    } else {
+        UF_ACC one[UF_ACT_UNIT];
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) one[e] = 1;
+        UF_VNAME(uf_unit_pack)(one, w);
     }
-    uint32_t vw[UF_UNIT_WORDS];
-    UF_VNAME(uf_unit_load_whole)(a->weight, UF_NORM_HELD_READ(c0), vw);
-    UF_VNAME(uf_unit_unpack)(vw, w);
+    return w;
 }
 
 /* y (and h_out) of `lane`'s held units. */
@@ -365,14 +368,13 @@ UF_FN void UF_VNAME(uf_norm_bwd_unit)(const uf_norm_args *a, int64_t base, int64
     UF_VNAME(uf_norm_bwd_centre)(mean, dy, hc, g);
 }
 
-/* The same from a unit held as stored (norm_backward_held.h). */
-UF_FN void UF_VNAME(uf_norm_bwd_held_unit)(const uf_norm_args *a, int64_t c0, UF_ACC mean,
-                                           const uint32_t *hw, const uint32_t *yw, UF_ACC *hc,
-                                           UF_ACC *dy, UF_ACC *g)
+/* The same from a unit and its weight held as stored (norm_backward_held.h). */
+UF_FN void UF_VNAME(uf_norm_bwd_held_unit)(UF_ACC mean, const uint32_t *hw, const uint32_t *yw,
+                                           const uint32_t *ww, UF_ACC *hc, UF_ACC *dy, UF_ACC *g)
 {
     UF_VNAME(uf_unit_unpack)(hw, hc);
     UF_VNAME(uf_unit_unpack)(yw, dy);
-    UF_VNAME(uf_norm_held_weight)(a, c0, g);
+    UF_VNAME(uf_unit_unpack)(ww, g);
     UF_VNAME(uf_norm_bwd_centre)(mean, dy, hc, g);
 }
 
@@ -430,15 +432,15 @@ UF_FN UF_VNAME(uf_norm_grad_row)
 }
 
 /* dx of a unit from hc (becomes hhat) and g; dx holds dh_extra on entry
- * where there is one. */
-UF_FN void UF_VNAME(uf_norm_bwd_dx_of)(const uf_norm_args *a, const UF_VNAME(uf_norm_grad_row) * r,
+ * where `extra` says there is one. */
+UF_FN void UF_VNAME(uf_norm_bwd_dx_of)(int extra, const UF_VNAME(uf_norm_grad_row) * r,
                                        const UF_ACC *g, UF_ACC *hhat, UF_ACC *dx)
 {
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
     {
         hhat[e] = (hhat[e] - r->delta) * r->rstd;
         const UF_ACC v = r->rstd * (g[e] - r->mean_g - hhat[e] * r->mean_ghat);
-        dx[e] = a->dh_extra ? v + dx[e] : v;
+        dx[e] = extra ? v + dx[e] : v;
     }
 }
 
@@ -451,7 +453,7 @@ UF_FN void UF_VNAME(uf_norm_bwd_dx)(const uf_norm_args *a, int64_t base, int64_t
     UF_VNAME(uf_norm_bwd_unit)(a, base, c0, r->mean, hhat, dy, g);
     if (a->dh_extra)
         UF_VNAME(uf_row_load)((const UF_T *)a->dh_extra + base, c0, a->cols, a->vec, dx);
-    UF_VNAME(uf_norm_bwd_dx_of)(a, r, g, hhat, dx);
+    UF_VNAME(uf_norm_bwd_dx_of)(a->dh_extra != NULL, r, g, hhat, dx);
     UF_VNAME(uf_row_store)((UF_T *)a->y + base, c0, a->cols, a->vec, dx);
 }
 
@@ -610,6 +612,42 @@ UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_bwd_fused), uf_norm_args, a, UF_NORM_FUSED_TH
             }
         }
         UF_NORM_FUSED_COLUMNS(UF_NORM_UNITS);
+    }
+}
+
+/* dx of `lane`'s `units` held units of the row at base, from h and dy as
+ * stored in hw and yw and the weight in ww (loaded here where ww is NULL),
+ * each unit's dy * hhat and dy added to the thread's column sums dw and db.
+ * `extra` (a constant where called) says whether dh_extra is added: the
+ * held backward calls this twice, so that the path without dh_extra
+ * carries none of its loads, registers and moves. */
+UF_FN void UF_VNAME(uf_norm_held_dx)(const uf_norm_args *a, const UF_VNAME(uf_norm_grad_row) * r,
+                                     int64_t base, int lane, int units, const uint32_t *hw,
+                                     const uint32_t *yw, const uint32_t *ww, UF_ACC *dw, UF_ACC *db,
+                                     int extra)
+{
+    UF_UNROLL for (int k = 0; k < units; ++k)
+    {
+        const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
+        if (c0 >= a->cols)
+            continue;
+        UF_ACC hhat[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
+        uint32_t vw[UF_UNIT_WORDS], wk[UF_UNIT_WORDS];
+        UF_VNAME(uf_norm_bwd_held_unit)
+        (r->mean, &hw[k * UF_UNIT_WORDS], &yw[k * UF_UNIT_WORDS],
+         ww ? &ww[k * UF_UNIT_WORDS] : UF_VNAME(uf_norm_held_weight)(a, lane, k, wk), hhat, dy, g);
+        if (extra) {
+            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->dh_extra + base, c0, vw);
+            UF_VNAME(uf_unit_unpack)(vw, dx);
+        }
+        UF_VNAME(uf_norm_bwd_dx_of)(extra, r, g, hhat, dx);
+        UF_VNAME(uf_unit_pack)(dx, vw);
+        UF_VNAME(uf_unit_store_whole)((UF_T *)a->y + base, c0, vw);
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
+        {
+            dw[k * UF_ACT_UNIT + e] += dy[e] * hhat[e];
+            db[k * UF_ACT_UNIT + e] += dy[e];
+        }
     }
 }
 

@@ -15,6 +15,13 @@
  * 16-bit rows (fp32 rows that long take uf_norm_bwd_fused: 4 held fp32
  * units spill).
  */
+/* Whether a thread keeps its weight units across rows: 8 registers for 2
+ * 16-bit units; more spilled. The weight of unit k, kept or loaded into buf. */
+#define UF_NORM_HELD_KEEP_W (UF_NORM_HELD_UNITS * UF_UNIT_WORDS <= 8)
+#define UF_NORM_HELD_W(k, buf)                                                                     \
+    (UF_NORM_HELD_KEEP_W ? &UF_X(ww)[(k)*UF_UNIT_WORDS]                                            \
+                         : UF_VNAME(uf_norm_held_weight)(&a, lane, k, buf))
+
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
 {
     const int layer = a.kind == UF_NORM_LAYER;
@@ -25,6 +32,12 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
         UF_EXCLUSIVE_ARRAY(uint32_t, yw, UF_NORM_HELD_UNITS * UF_UNIT_WORDS);
         UF_EXCLUSIVE(UF_ACC, mean);
         UF_EXCLUSIVE(UF_ACC, rstd);
+        UF_EXCLUSIVE_ARRAY(uint32_t, ww,
+                           UF_NORM_HELD_KEEP_W ? UF_NORM_HELD_UNITS * UF_UNIT_WORDS : 1);
+        UF_THREADS (t) {
+            UF_UNROLL for (int k = 0; UF_NORM_HELD_KEEP_W && k < UF_NORM_HELD_UNITS; ++k)
+                UF_VNAME(uf_norm_held_weight)(&a, t % a.group, k, &UF_X(ww)[k * UF_UNIT_WORDS]);
+        }
         for (int64_t r0 = r_begin; r0 < r_end; r0 += slots) {
             UF_THREADS (t) {
                 const int64_t row = r0 + t / a.group;
@@ -42,9 +55,10 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                         if (c0 >= a.cols)
                             continue;
                         UF_ACC hc[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT];
+                        uint32_t wk[UF_UNIT_WORDS];
                         UF_VNAME(uf_norm_bwd_held_unit)
-                        (&a, c0, UF_X(mean), &UF_X(hw)[k * UF_UNIT_WORDS],
-                         &UF_X(yw)[k * UF_UNIT_WORDS], hc, dy, g);
+                        (UF_X(mean), &UF_X(hw)[k * UF_UNIT_WORDS], &UF_X(yw)[k * UF_UNIT_WORDS],
+                         UF_NORM_HELD_W(k, wk), hc, dy, g);
                         UF_VNAME(uf_norm_bwd_sums)(layer, hc, g, UF_ACT_UNIT, &sh, &sg, &sgh);
                     }
                 }
@@ -61,30 +75,22 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                 const int64_t base = row * a.cols;
                 const UF_VNAME(uf_norm_grad_row) r = UF_VNAME(uf_norm_grad_row_of)(
                     &a, UF_X(mean), UF_X(rstd), UF_X(s_h), UF_X(s_g), UF_X(s_gh));
-                UF_UNROLL for (int k = 0; k < UF_NORM_HELD_UNITS; ++k)
-                {
-                    const int64_t c0 = UF_NORM_HELD_COL(&a, k, lane);
-                    if (c0 >= a.cols)
-                        continue;
-                    UF_ACC hhat[UF_ACT_UNIT], dy[UF_ACT_UNIT], g[UF_ACT_UNIT], dx[UF_ACT_UNIT];
-                    uint32_t vw[UF_UNIT_WORDS];
-                    UF_VNAME(uf_norm_bwd_held_unit)
-                    (&a, c0, r.mean, &UF_X(hw)[k * UF_UNIT_WORDS], &UF_X(yw)[k * UF_UNIT_WORDS],
-                     hhat, dy, g);
-                    if (a.dh_extra) {
-                        UF_VNAME(uf_unit_load_whole)((const UF_T *)a.dh_extra + base, c0, vw);
-                        UF_VNAME(uf_unit_unpack)(vw, dx);
-                    }
-                    UF_VNAME(uf_norm_bwd_dx_of)(&a, &r, g, hhat, dx);
-                    UF_VNAME(uf_unit_pack)(dx, vw);
-                    UF_VNAME(uf_unit_store_whole)((UF_T *)a.y + base, c0, vw);
-                    UF_NORM_FUSED_ADD(k, dy, hhat)
-                }
+                const uint32_t *kept_w = UF_NORM_HELD_KEEP_W ? UF_X(ww) : NULL;
+                if (a.dh_extra)
+                    UF_VNAME(uf_norm_held_dx)
+                    (&a, &r, base, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), kept_w, UF_X(dw),
+                     UF_X(db), 1);
+                else
+                    UF_VNAME(uf_norm_held_dx)
+                    (&a, &r, base, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), kept_w, UF_X(dw),
+                     UF_X(db), 0);
             }
         }
         UF_NORM_FUSED_COLUMNS(UF_NORM_HELD_UNITS);
     }
 }
 
+#undef UF_NORM_HELD_W
+#undef UF_NORM_HELD_KEEP_W
 #undef UF_NORM_HELD_KERNEL
 #undef UF_NORM_HELD_UNITS

@@ -86,8 +86,10 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(const uf_epilogue_args *a, int drop, int64_
 /* uf_epi_fwd_rows for rows of whole, aligned units (uf_epilogue_args.whole):
  * UF_EPI_ROWS rows at a time, every load of them issued first and without
  * a test (a row past r_end reads the current row again and is not
- * stored), units waiting as stored. */
-UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(const uf_epilogue_args *a, int drop, int64_t r,
+ * stored), units waiting as stored. `kind`: the activation as a constant
+ * (UF_ACT_SWITCH), or -1 to read it from `a` at each row, which holds no
+ * register for it across the loop. */
+UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, const uf_epilogue_args *a, int drop, int64_t r,
                                            int64_t r_end, int64_t step, int64_t c0,
                                            const UF_ACC *bias, const UF_ACC *scale)
 {
@@ -116,7 +118,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(const uf_epilogue_args *a, int drop, 
             if (full_bias)
                 UF_VNAME(uf_unit_unpack)(bw[i], t);
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += full_bias ? t[e] : bias[e];
-            UF_ACT_APPLY(a->kind, 0, p0, p1, v);
+            UF_ACT_APPLY(kind >= 0 ? kind : a->kind, 0, p0, p1, v);
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
             if (drop)
                 UF_VNAME(uf_epi_drop)(a, 1, ri, c0, v);
@@ -131,6 +133,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(const uf_epilogue_args *a, int drop, 
     }
 }
 
+/* The forward for every call (src/epilogue.c launches it where p > 0). */
 UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_FWD_BLOCKS)
 {
     UF_BLOCKS (blk) {
@@ -146,11 +149,39 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
             UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);
             const int64_t step = UF_NTHREADS / a.tpr;
             if (UF_VEC > 1 && a.whole && a.threshold != 0)
-                UF_VNAME(uf_epi_fwd_rows_whole)(&a, 1, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
             else if (UF_VEC > 1 && a.whole)
-                UF_VNAME(uf_epi_fwd_rows_whole)(&a, 0, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
             else if (a.threshold != 0)
                 UF_VNAME(uf_epi_fwd_rows)(&a, 1, r0, r_end, step, c0, bias, scale);
+            else
+                UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, step, c0, bias, scale);
+        }
+    }
+}
+
+/* The forward without dropout: a kernel's registers are allocated for the
+ * worst path it holds, and this one holds neither the Philox state nor, in
+ * its rows of whole units, any activation but the call's (a loop written
+ * out for each, UF_ACT_SWITCH). */
+UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_THREADS,
+                   UF_EPI_FWD_BLOCKS)
+{
+    UF_BLOCKS (blk) {
+        UF_THREADS (t) {
+            const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
+            const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
+            const int64_t r0 = chunk * a.chunk_rows + t / a.tpr;
+            const int64_t r_end =
+                (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
+            if (c0 >= a.cols)
+                continue;
+            UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];
+            UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);
+            const int64_t step = UF_NTHREADS / a.tpr;
+            if (UF_VEC > 1 && a.whole)
+                UF_ACT_SWITCH(a.kind, UF_VNAME(uf_epi_fwd_rows_whole), &a, 0, r0, r_end, step, c0,
+                              bias, scale)
             else
                 UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, step, c0, bias, scale);
         }

@@ -57,6 +57,8 @@ typedef struct uf_epilogue_args {
 #define UF_EPI_DECLARE(dt, vec)                                                                    \
     UF_EPI_DECLARE_ONE(fwd, dt, 1)                                                                 \
     UF_EPI_DECLARE_ONE(fwd, dt, vec)                                                               \
+    UF_EPI_DECLARE_ONE(fwd_plain, dt, 1)                                                           \
+    UF_EPI_DECLARE_ONE(fwd_plain, dt, vec)                                                         \
     UF_EPI_DECLARE_ONE(bwd, dt, 1)                                                                 \
     UF_EPI_DECLARE_ONE(bwd, dt, vec)
 

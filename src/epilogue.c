@@ -13,9 +13,10 @@
 
 typedef uf_status (*uf_epi_launcher)(const uf_launch *, const uf_epilogue_args *);
 
-enum { PASS_FWD, PASS_BWD };
+enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN };
 
-/* Indexed [pass][dtype - 1][vectorised]. */
+/* Indexed [pass][dtype - 1][vectorised]; the forward without dropout has
+ * kernels of its own (fewer registers). */
 #define UF_EPI_ROW(pass, dt, vec)                                                                  \
     {                                                                                              \
         uf_epi_##pass##_##dt##_v1_launch, uf_epi_##pass##_##dt##_v##vec##_launch                   \
@@ -25,7 +26,8 @@ enum { PASS_FWD, PASS_BWD };
         UF_EPI_ROW(pass, f32, 4), UF_EPI_ROW(pass, f16, 8), UF_EPI_ROW(pass, bf16, 8),             \
             UF_EPI_ROW(pass, f64, 2)                                                               \
     }
-static const uf_epi_launcher launchers[2][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd)};
+static const uf_epi_launcher launchers[3][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd),
+                                                   UF_EPI_PASS(fwd_plain)};
 
 static int is_float_dtype(uf_dtype d)
 {
@@ -100,7 +102,8 @@ static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a
     uf_launch l = {0, 0, stream, 0, 0};
     const uf_status st = uf_colsum_plan(a->rows, a->cols, 0, &a->tpr, &a->col_tiles, &a->chunk_rows,
                                         &a->nchunks, &l);
-    return st != UF_OK ? st : launchers[PASS_FWD][desc->dtype - 1][a->vec](&l, a);
+    const int pass = a->threshold != 0 ? PASS_FWD : PASS_FWD_PLAIN;
+    return st != UF_OK ? st : launchers[pass][desc->dtype - 1][a->vec](&l, a);
 }
 
 /* The backward's scratch, launch and column sums (a ROW bias's `db`, a ROW

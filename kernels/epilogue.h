@@ -133,21 +133,27 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, const uf_epilogue_args *a, 
     }
 }
 
+/* Both forward kernels begin a thread so: its columns c0 .. c0 + 7 and
+ * their operands, its first row r0, the chunk's end r_end and the row step;
+ * a thread past the last column goes on to the next. */
+#define UF_EPI_FWD_THREAD(blk, t)                                                                  \
+    const int64_t chunk = (blk) / a.col_tiles, tile = (blk) % a.col_tiles;                         \
+    const int64_t c0 = (tile * a.tpr + (t) % a.tpr) * UF_ACT_UNIT;                                 \
+    const int64_t r0 = chunk * a.chunk_rows + (t) / a.tpr;                                         \
+    const int64_t r_end =                                                                          \
+        (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;                 \
+    if (c0 >= a.cols)                                                                              \
+        continue;                                                                                  \
+    UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];                                                  \
+    UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);                                            \
+    const int64_t step = UF_NTHREADS / a.tpr
+
 /* The forward for every call (src/epilogue.c launches it where p > 0). */
 UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_FWD_BLOCKS)
 {
     UF_BLOCKS (blk) {
         UF_THREADS (t) {
-            const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
-            const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
-            const int64_t r0 = chunk * a.chunk_rows + t / a.tpr;
-            const int64_t r_end =
-                (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
-            if (c0 >= a.cols)
-                continue;
-            UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];
-            UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);
-            const int64_t step = UF_NTHREADS / a.tpr;
+            UF_EPI_FWD_THREAD(blk, t);
             if (UF_VEC > 1 && a.whole && a.threshold != 0)
                 UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
             else if (UF_VEC > 1 && a.whole)
@@ -169,16 +175,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
 {
     UF_BLOCKS (blk) {
         UF_THREADS (t) {
-            const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
-            const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
-            const int64_t r0 = chunk * a.chunk_rows + t / a.tpr;
-            const int64_t r_end =
-                (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
-            if (c0 >= a.cols)
-                continue;
-            UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];
-            UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);
-            const int64_t step = UF_NTHREADS / a.tpr;
+            UF_EPI_FWD_THREAD(blk, t);
             if (UF_VEC > 1 && a.whole)
                 UF_ACT_SWITCH(a.kind, UF_VNAME(uf_epi_fwd_rows_whole), &a, 0, r0, r_end, step, c0,
                               bias, scale)
@@ -346,6 +343,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
     }
 }
 
+#undef UF_EPI_FWD_THREAD
 #undef UF_ACT_APPLY
 #undef UF_EPI_ROWS
 #undef UF_EPI_BWD_ROWS

@@ -64,12 +64,13 @@ typedef struct uf_activation_args {
 
 #define UF_ACT_DECLARE_ONE(pass, dt, vec)                                                          \
     uf_status uf_act_##pass##_##dt##_v##vec##_launch(const uf_launch *, const uf_activation_args *);
+#define UF_ACT_DECLARE_PASS(pass, dt, vec)                                                         \
+    UF_ACT_DECLARE_ONE(pass, dt, 1) UF_ACT_DECLARE_ONE(pass, dt, vec)
 #define UF_ACT_DECLARE(dt, vec)                                                                    \
-    UF_ACT_DECLARE_ONE(fwd, dt, 1)                                                                 \
-    UF_ACT_DECLARE_ONE(fwd, dt, vec)                                                               \
-    UF_ACT_DECLARE_ONE(bwd, dt, 1) UF_ACT_DECLARE_ONE(bwd, dt, vec)                                \
-        UF_ACT_DECLARE_ONE(fwd_plain, dt, 1) UF_ACT_DECLARE_ONE(fwd_plain, dt, vec)                \
-            UF_ACT_DECLARE_ONE(bwd_plain, dt, 1) UF_ACT_DECLARE_ONE(bwd_plain, dt, vec)
+    UF_ACT_DECLARE_PASS(fwd, dt, vec)                                                              \
+    UF_ACT_DECLARE_PASS(bwd, dt, vec)                                                              \
+    UF_ACT_DECLARE_PASS(fwd_plain, dt, vec)                                                        \
+    UF_ACT_DECLARE_PASS(bwd_plain, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,11 +16,8 @@
  * units spill).
  */
 /* Whether a thread keeps its weight units across rows: 8 registers for 2
- * 16-bit units; more spilled. The weight of unit k, kept or loaded into buf. */
+ * 16-bit units; more spilled. */
 #define UF_NORM_HELD_KEEP_W (UF_NORM_HELD_UNITS * UF_UNIT_WORDS <= 8)
-#define UF_NORM_HELD_W(k, buf)                                                                     \
-    (UF_NORM_HELD_KEEP_W ? &UF_X(ww)[(k)*UF_UNIT_WORDS]                                            \
-                         : UF_VNAME(uf_norm_held_weight)(&a, lane, k, buf))
 
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
 {
@@ -58,7 +55,9 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                         uint32_t wk[UF_UNIT_WORDS];
                         UF_VNAME(uf_norm_bwd_held_unit)
                         (UF_X(mean), &UF_X(hw)[k * UF_UNIT_WORDS], &UF_X(yw)[k * UF_UNIT_WORDS],
-                         UF_NORM_HELD_W(k, wk), hc, dy, g);
+                         UF_NORM_HELD_KEEP_W ? &UF_X(ww)[k * UF_UNIT_WORDS]
+                                             : UF_VNAME(uf_norm_held_weight)(&a, lane, k, wk),
+                         hc, dy, g);
                         UF_VNAME(uf_norm_bwd_sums)(layer, hc, g, UF_ACT_UNIT, &sh, &sg, &sgh);
                     }
                 }
@@ -76,21 +75,21 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                 const UF_VNAME(uf_norm_grad_row) r = UF_VNAME(uf_norm_grad_row_of)(
                     &a, UF_X(mean), UF_X(rstd), UF_X(s_h), UF_X(s_g), UF_X(s_gh));
                 const uint32_t *kept_w = UF_NORM_HELD_KEEP_W ? UF_X(ww) : NULL;
-                if (a.dh_extra)
+                if (a.dh_extra) {
                     UF_VNAME(uf_norm_held_dx)
                     (&a, &r, base, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), kept_w, UF_X(dw),
                      UF_X(db), 1);
-                else
+                } else {
                     UF_VNAME(uf_norm_held_dx)
                     (&a, &r, base, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), kept_w, UF_X(dw),
                      UF_X(db), 0);
+                }
             }
         }
         UF_NORM_FUSED_COLUMNS(UF_NORM_HELD_UNITS);
     }
 }
 
-#undef UF_NORM_HELD_W
 #undef UF_NORM_HELD_KEEP_W
 #undef UF_NORM_HELD_KERNEL
 #undef UF_NORM_HELD_UNITS

@@ -52,12 +52,11 @@ UF_FN void UF_VNAME(uf_norm_load_h)(const uf_norm_args *a, int64_t base, int64_t
     }
 }
 
-/* h = x (+ residual) of a unit held as stored. */
-UF_FN void UF_VNAME(uf_norm_held_h)(const uf_norm_args *a, const uint32_t *xw, const uint32_t *rw,
-                                    UF_ACC *h)
+/* h = x (+ the residual's rw where `residual`) of a unit held as stored. */
+UF_FN void UF_VNAME(uf_norm_held_h)(int residual, const uint32_t *xw, const uint32_t *rw, UF_ACC *h)
 {
     UF_VNAME(uf_unit_unpack)(xw, h);
-    if (a->residual) {
+    if (residual) {
         UF_ACC r[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(rw, r);
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] += r[e];
@@ -258,84 +257,23 @@ UF_FN const uint32_t *UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int l
     return w;
 }
 
-/* y (and h_out) of `lane`'s held units. */
-UF_FN void UF_VNAME(uf_norm_held_out)(const uf_norm_args *a, int64_t base, int lane,
-                                      const uint32_t *xw, const uint32_t *rw, UF_ACC p, UF_ACC dm,
-                                      UF_ACC rstd)
-{
-    const UF_T *own = (const UF_T *)a->x + base; /* stands in for a missing vector */
-    const void *wv = a->weight ? a->weight : own, *bv = a->bias ? a->bias : own;
-    UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
-    {
-        const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
-        uint32_t vw[UF_UNIT_WORDS];
-        UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], b[UF_ACT_UNIT];
-        UF_VNAME(uf_unit_load_whole)(wv, UF_NORM_HELD_READ(c0), vw);
-        UF_VNAME(uf_unit_unpack)(vw, w);
-        UF_VNAME(uf_unit_load_whole)(bv, UF_NORM_HELD_READ(c0), vw);
-        UF_VNAME(uf_unit_unpack)(vw, b);
-        UF_VNAME(uf_norm_held_h)(a, &xw[k * UF_UNIT_WORDS], &rw[k * UF_UNIT_WORDS], h);
-        if (a->h_out && c0 < a->cols) {
-            UF_VNAME(uf_unit_pack)(h, vw);
-            UF_VNAME(uf_unit_store_whole)((UF_T *)a->h_out + base, c0, vw);
-        }
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
-            ((h[e] - p) - dm) * rstd * (a->weight ? w[e] : (UF_ACC)1) +
-            (a->bias ? b[e] : (UF_ACC)0);
-        UF_VNAME(uf_unit_pack)(h, vw);
-        if (c0 < a->cols)
-            UF_VNAME(uf_unit_store_whole)((UF_T *)a->y + base, c0, vw);
-    }
-}
-
-UF_KERNEL_BOUNDED(UF_VNAME(uf_norm_fwd_held), uf_norm_args, a, UF_NORM_HELD_THREADS)
-{
-    const int layer = a.kind == UF_NORM_LAYER;
-    const int rows_per_block = UF_NTHREADS / a.group;
-    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a.cols;
-    UF_BLOCKS (b) {
-        UF_NORM_FWD_EXCLUSIVES();
-        UF_EXCLUSIVE_ARRAY(uint32_t, xw, UF_NORM_FWD_HELD_UNITS * UF_UNIT_WORDS);
-        UF_EXCLUSIVE_ARRAY(uint32_t, rw, UF_NORM_FWD_HELD_UNITS * UF_UNIT_WORDS);
-        UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / a.group;
-            const int lane = t % a.group;
-            UF_ACC p = 0, lp = 0, s1 = 0, s2 = 0, n = 0;
-            if (row < a.rows) {
-                const int64_t base = row * a.cols;
-                UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_FWD_HELD_UNITS, UF_X(xw));
-                if (a.residual)
-                    UF_VNAME(uf_norm_held_read)
-                (&a, a.residual, base, lane, UF_NORM_FWD_HELD_UNITS, UF_X(rw));
-                if (layer)
-                    p = UF_VNAME(uf_norm_pivot)(&a, base);
-                UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
-                {
-                    if (UF_NORM_HELD_COL(&a, k, lane) >= a.cols)
-                        continue;
-                    UF_ACC h[UF_ACT_UNIT];
-                    UF_VNAME(uf_norm_held_h)
-                    (&a, &UF_X(xw)[k * UF_UNIT_WORDS], &UF_X(rw)[k * UF_UNIT_WORDS], h);
-                    if (layer && k == 0)
-                        lp = h[0];
-                    UF_VNAME(uf_norm_moments)(h, UF_ACT_UNIT, lp, &s1, &s2, &n);
-                }
-                if (layer && n == 0)
-                    lp = p;
-            }
-            UF_NORM_FWD_STATS(p, lp, s1, s2, n);
-        }
-        UF_NORM_FWD_REDUCE();
-        UF_THREADS (t) {
-            const int64_t row = b * rows_per_block + t / a.group;
-            if (row >= a.rows)
-                continue;
-            UF_NORM_FWD_ROW_STATS(row, dm, rstd)
-            UF_VNAME(uf_norm_held_out)
-            (&a, row * a.cols, t % a.group, UF_X(xw), UF_X(rw), UF_X(pivot), dm, rstd);
-        }
-    }
-}
+/* The held forward, twice: for any call (uf_norm_fwd_held), and for calls
+ * without a residual, whose kernel then keeps no registers for one
+ * (uf_norm_fwd_held_plain). */
+#define UF_NORM_HELD_RES 1
+#define UF_NORM_HELD_KERNEL UF_VNAME(uf_norm_fwd_held)
+#define UF_NORM_HELD_OUT UF_VNAME(uf_norm_held_out)
+#include "kernels/norm_forward_held.h"
+#undef UF_NORM_HELD_RES
+#undef UF_NORM_HELD_KERNEL
+#undef UF_NORM_HELD_OUT
+#define UF_NORM_HELD_RES 0
+#define UF_NORM_HELD_KERNEL UF_VNAME(uf_norm_fwd_held_plain)
+#define UF_NORM_HELD_OUT UF_VNAME(uf_norm_held_plain_out)
+#include "kernels/norm_forward_held.h"
+#undef UF_NORM_HELD_RES
+#undef UF_NORM_HELD_KERNEL
+#undef UF_NORM_HELD_OUT
 
 #undef UF_NORM_FWD_HELD_UNITS
 #undef UF_NORM_FWD_EXCLUSIVES

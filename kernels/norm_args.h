@@ -59,6 +59,8 @@ typedef struct uf_norm_args {
     UF_NORM_DECLARE_ONE(fwd, dt, vec)                                                              \
     UF_NORM_DECLARE_ONE(fwd_held, dt, 1)                                                           \
     UF_NORM_DECLARE_ONE(fwd_held, dt, vec)                                                         \
+    UF_NORM_DECLARE_ONE(fwd_held_plain, dt, 1)                                                     \
+    UF_NORM_DECLARE_ONE(fwd_held_plain, dt, vec)                                                   \
     UF_NORM_DECLARE_ONE(bwd, dt, 1)                                                                \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, 1)                                                          \
     UF_NORM_DECLARE_ONE(bwd_fused, dt, vec)                                                        \

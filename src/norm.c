@@ -15,6 +15,7 @@ typedef uf_status (*uf_norm_launcher)(const uf_launch *, const uf_norm_args *);
 enum {
     PASS_FWD,
     PASS_FWD_HELD,
+    PASS_FWD_HELD_PLAIN,
     PASS_BWD,
     PASS_BWD_FUSED,
     PASS_BWD_HELD2,
@@ -32,9 +33,10 @@ enum {
         UF_NORM_ROW(pass, f32, 4), UF_NORM_ROW(pass, f16, 8), UF_NORM_ROW(pass, bf16, 8),          \
             UF_NORM_ROW(pass, f64, 2)                                                              \
     }
-static const uf_norm_launcher launchers[7][4][2] = {
-    UF_NORM_PASS(fwd),       UF_NORM_PASS(fwd_held),  UF_NORM_PASS(bwd), UF_NORM_PASS(bwd_fused),
-    UF_NORM_PASS(bwd_held2), UF_NORM_PASS(bwd_held4), UF_NORM_PASS(cols)};
+static const uf_norm_launcher launchers[8][4][2] = {
+    UF_NORM_PASS(fwd),       UF_NORM_PASS(fwd_held),  UF_NORM_PASS(fwd_held_plain),
+    UF_NORM_PASS(bwd),       UF_NORM_PASS(bwd_fused), UF_NORM_PASS(bwd_held2),
+    UF_NORM_PASS(bwd_held4), UF_NORM_PASS(cols)};
 
 /* Byte sizes of one call's operands. */
 typedef struct sizes {
@@ -133,12 +135,19 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
         return st;
     /* fp32 rows that hold a block of more than 256 threads without a
      * residual: the kernel that reads twice, at half the registers, keeps
-     * two blocks per multiprocessor and was faster on the H200. */
+     * two blocks per multiprocessor and was faster on the H200 (also than
+     * the held kernel without a residual: [4096, 16384] 64-69 against
+     * 69-74% of copy). */
     const int held = a->whole && es <= UF_NORM_HELD_BYTES &&
                      (int64_t)a->group * units * UF_ACT_UNIT >= a->cols &&
                      l.threads <= UF_NORM_HELD_THREADS &&
                      (es <= 2 || a->residual || l.threads <= UF_NORM_HELD_THREADS / 2);
-    return launchers[held ? PASS_FWD_HELD : PASS_FWD][desc->dtype - 1][a->vec](&l, a);
+    /* Without a residual (and so without h_out) the held kernel of its own
+     * keeps no registers for one: 89 instead of 128 in 16 bits, 80 in fp32
+     * (H200: plain forward 16-bit 61-73 -> 72-84% of copy, fp32 at N =
+     * 768-8192 79-91 -> 88-94%). */
+    const int pass = !held ? PASS_FWD : a->residual ? PASS_FWD_HELD : PASS_FWD_HELD_PLAIN;
+    return launchers[pass][desc->dtype - 1][a->vec](&l, a);
 }
 
 /* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS

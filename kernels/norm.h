@@ -258,8 +258,8 @@ UF_FN const uint32_t *UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int l
 }
 
 /* The held forward, twice: for any call (uf_norm_fwd_held), and for calls
- * without a residual, whose kernel then keeps no registers for one
- * (uf_norm_fwd_held_plain). */
+ * with neither a residual nor h_out, whose kernel then keeps no registers
+ * for them (uf_norm_fwd_held_plain). */
 #define UF_NORM_HELD_RES 1
 #define UF_NORM_HELD_KERNEL UF_VNAME(uf_norm_fwd_held)
 #define UF_NORM_HELD_OUT UF_VNAME(uf_norm_held_out)

@@ -1,7 +1,7 @@
 /*
  * The forward for rows held in registers (see norm.h), included once per
- * value of UF_NORM_HELD_RES: 1 for any call, 0 for calls without a
- * residual (and so without h_out), where no register waits for one.
+ * value of UF_NORM_HELD_RES: 1 for any call, 0 for calls with neither a
+ * residual nor h_out, where no register waits for them.
  * The includer names the kernel (UF_NORM_HELD_KERNEL) and its output step
  * (UF_NORM_HELD_OUT).
  */

@@ -142,11 +142,12 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
                      (int64_t)a->group * units * UF_ACT_UNIT >= a->cols &&
                      l.threads <= UF_NORM_HELD_THREADS &&
                      (es <= 2 || a->residual || l.threads <= UF_NORM_HELD_THREADS / 2);
-    /* Without a residual (and so without h_out) the held kernel of its own
-     * keeps no registers for one: 89 instead of 128 in 16 bits, 80 in fp32
-     * (H200: plain forward 16-bit 61-73 -> 72-84% of copy, fp32 at N =
-     * 768-8192 79-91 -> 88-94%). */
-    const int pass = !held ? PASS_FWD : a->residual ? PASS_FWD_HELD : PASS_FWD_HELD_PLAIN;
+    /* Without a residual or h_out the held kernel of its own keeps no
+     * registers for them: 89 instead of 128 in 16 bits, 80 in fp32 (H200:
+     * plain forward 16-bit 61-73 -> 72-84% of copy, fp32 at N = 768-8192
+     * 79-91 -> 88-94%). */
+    const int plain = !a->residual && !a->h_out;
+    const int pass = !held ? PASS_FWD : plain ? PASS_FWD_HELD_PLAIN : PASS_FWD_HELD;
     return launchers[pass][desc->dtype - 1][a->vec](&l, a);
 }
 

@@ -81,9 +81,12 @@ static size_t check(const norm_case *c, const char *what)
     assert_int_equal(uf_malloc(&grstd, rows * stat_size), UF_OK);
     bases[6] = gmean;
     bases[7] = grstd;
+    /* h_out is the sum, or x itself without a residual: asked for with every
+     * residual and, without one, where the row count is odd, so that the
+     * held forwards with and without residual registers both run. */
+    const int with_h = d->add_residual || rows % 2 == 1;
     assert_int_equal(
-        uf_norm_forward(d, gx, gres, gw, gb, gy, d->add_residual ? gh : NULL, gmean, grstd, NULL),
-        UF_OK);
+        uf_norm_forward(d, gx, gres, gw, gb, gy, with_h ? gh : NULL, gmean, grstd, NULL), UF_OK);
     for (size_t r = 0; r < rows; ++r)
         for (size_t j = 0; j < cols; ++j) {
             const size_t i = r * cols + j;
@@ -94,7 +97,7 @@ static size_t check(const norm_case *c, const char *what)
     snprintf(label, sizeof label, "%s y", what);
     th_download(got, gy, n, dt);
     size_t bad = th_compare(got, want, n, dt, label);
-    if (d->add_residual) {
+    if (with_h) {
         th_download(got, gh, n, dt);
         snprintf(label, sizeof label, "%s h_out", what);
         bad += th_compare(got, h, n, dt, label);

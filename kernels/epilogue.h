@@ -18,17 +18,23 @@
 
 #define UF_EPI_ROWS UF_EPI_ROWS_OF((int)sizeof(UF_T))
 #define UF_EPI_BWD_ROWS UF_EPI_BWD_ROWS_OF((int)sizeof(UF_T))
+#define UF_EPI_BWD_SCALAR_ROWS UF_EPI_BWD_SCALAR_ROWS_OF((int)sizeof(UF_T))
+#define UF_EPI_BWD_DY_ROWS UF_EPI_BWD_DY_ROWS_OF((int)sizeof(UF_T))
+#define UF_EPI_BWD_MAX_(a, b) ((a) > (b) ? (a) : (b))
+#define UF_EPI_BWD_ROWS_MAX                                                                        \
+    UF_EPI_BWD_MAX_(UF_EPI_BWD_MAX_(UF_EPI_BWD_ROWS, UF_EPI_BWD_SCALAR_ROWS), UF_EPI_BWD_DY_ROWS)
 
 /* The row-independent operands of a unit: bias and scale vectors (ROW), or
- * the constants standing in for them. */
-UF_FN void UF_VNAME(uf_epi_row_operands)(const uf_epilogue_args *a, int64_t c0, UF_ACC *b,
-                                         UF_ACC *s)
+ * the constants standing in for them. `row_scale` 0 (a constant at the
+ * call) promises a scale that is not a row: one value, one register. */
+UF_FN void UF_VNAME(uf_epi_row_operands)(const uf_epilogue_args *a, int row_scale, int64_t c0,
+                                         UF_ACC *b, UF_ACC *s)
 {
     if (a->bias_kind == UF_OPERAND_ROW)
         UF_VNAME(uf_row_load)(a->bias, c0, a->cols, a->vec, b);
     else
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) b[e] = 0;
-    if (a->scale_kind == UF_OPERAND_ROW)
+    if (row_scale && a->scale_kind == UF_OPERAND_ROW)
         UF_VNAME(uf_row_load)(a->scale, c0, a->cols, a->vec, s);
     else
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) s[e] =
@@ -55,9 +61,10 @@ UF_FN void UF_VNAME(uf_epi_drop)(const uf_epilogue_args *a, int whole, int64_t r
  * c0 .. c0 + 7. `drop` is a constant at each call: the loop without
  * dropout then holds none of the Philox state in its registers (with one
  * loop for both, the forward without dropout spilled and ran 2-4 points of
- * copy slower on the H200). */
-UF_FN void UF_VNAME(uf_epi_fwd_rows)(const uf_epilogue_args *a, int drop, int64_t r, int64_t r_end,
-                                     int64_t step, int64_t c0, const UF_ACC *bias,
+ * copy slower on the H200). `kind`: the activation as a constant, or -1 to
+ * read it from `a`. */
+UF_FN void UF_VNAME(uf_epi_fwd_rows)(int kind, const uf_epilogue_args *a, int drop, int64_t r,
+                                     int64_t r_end, int64_t step, int64_t c0, const UF_ACC *bias,
                                      const UF_ACC *scale)
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
@@ -71,7 +78,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(const uf_epilogue_args *a, int drop, int64_
         } else {
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] += bias[e];
         }
-        UF_ACT_APPLY(a->kind, 0, p0, p1, v);
+        UF_ACT_APPLY(kind >= 0 ? kind : a->kind, 0, p0, p1, v);
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= scale[e];
         if (drop)
             UF_VNAME(uf_epi_drop)(a, 0, r, c0, v);
@@ -145,7 +152,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, const uf_epilogue_args *a, 
     if (c0 >= a.cols)                                                                              \
         continue;                                                                                  \
     UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT];                                                  \
-    UF_VNAME(uf_epi_row_operands)(&a, c0, bias, scale);                                            \
+    UF_VNAME(uf_epi_row_operands)(&a, 1, c0, bias, scale);                                         \
     const int64_t step = UF_NTHREADS / a.tpr
 
 /* The forward for every call (src/epilogue.c launches it where p > 0). */
@@ -159,9 +166,9 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
             else if (UF_VEC > 1 && a.whole)
                 UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
             else if (a.threshold != 0)
-                UF_VNAME(uf_epi_fwd_rows)(&a, 1, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
             else
-                UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
         }
     }
 }
@@ -180,7 +187,27 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
                 UF_ACT_SWITCH(a.kind, UF_VNAME(uf_epi_fwd_rows_whole), &a, 0, r0, r_end, step, c0,
                               bias, scale)
             else
-                UF_VNAME(uf_epi_fwd_rows)(&a, 0, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
+        }
+    }
+}
+
+/* The forward with dropout and the identity (bias + dropout + residual):
+ * no activation in its loops, fewer registers than uf_epi_fwd, more
+ * threads resident. */
+UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_identity), uf_epilogue_args, a, UF_COLSUM_THREADS,
+                   UF_EPI_FWD_IDENTITY_BLOCKS)
+{
+    UF_BLOCKS (blk) {
+        UF_THREADS (t) {
+            UF_EPI_FWD_THREAD(blk, t);
+            if (UF_VEC > 1 && a.whole) {
+                UF_VNAME(uf_epi_fwd_rows_whole)
+                (UF_ACT_IDENTITY, &a, 1, r0, r_end, step, c0, bias, scale);
+            } else {
+                UF_VNAME(uf_epi_fwd_rows)
+                (UF_ACT_IDENTITY, &a, 1, r0, r_end, step, c0, bias, scale);
+            }
         }
     }
 }
@@ -203,9 +230,9 @@ UF_FN void UF_VNAME(uf_epi_bwd_store)(const uf_epilogue_args *a, void *out, int6
 /* The backward of row r's unit at c0 from z = x + bias (needed only by a
  * non-identity act' and by dscale) and g = dy: writes dresidual, dx and a
  * full dbias, and adds to the thread's column sums db and ds. */
-UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int whole, int64_t r,
-                                     int64_t c0, const UF_ACC *scale, UF_ACC *z, UF_ACC *g,
-                                     UF_ACC *db, UF_ACC *ds)
+UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int needs_z,
+                                     int whole, int64_t r, int64_t c0, const UF_ACC *scale,
+                                     UF_ACC *z, UF_ACC *g, UF_ACC *db, UF_ACC *ds)
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
     if (a->dresidual)
@@ -218,8 +245,10 @@ UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, in
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * t[e];
     }
     /* The identity's derivative is 1 even where z is NaN (z is loaded only
-     * when dscale is asked for; dx must not depend on that). */
-    if (a->kind == UF_ACT_IDENTITY) {
+     * when dscale is asked for; dx must not depend on that). Without z
+     * (`needs_z` 0, a constant where rows are whole) the call's activation
+     * is the identity, and no other one is compiled in. */
+    if (!needs_z || a->kind == UF_ACT_IDENTITY) {
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
     } else {
         UF_ACT_APPLY(a->kind, 1, p0, p1, z);
@@ -257,24 +286,25 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
         }
         UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, g);
-        UF_VNAME(uf_epi_bwd_unit)(a, need_act, 0, r, c0, scale, z, g, db, ds);
+        UF_VNAME(uf_epi_bwd_unit)(a, need_act, needs_z, 0, r, c0, scale, z, g, db, ds);
     }
 }
 
 /* The backward over one thread's rows r, r + step, ... below r_end where
- * rows are whole aligned units: UF_EPI_BWD_ROWS rows at a time, every load of
- * them issued first without a test (a row past r_end reads row r again and
- * is skipped after the loads). */
+ * rows are whole aligned units: `nrows` rows at a time (a constant at each
+ * call, at most UF_EPI_BWD_ROWS_MAX), every load of them issued first
+ * without a test (a row past r_end reads row r again and is skipped after
+ * the loads). */
 UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                           int64_t r, int64_t r_end, int64_t step, int64_t c0,
-                                           const UF_ACC *bias, const UF_ACC *scale, UF_ACC *db,
-                                           UF_ACC *ds)
+                                           int nrows, int64_t r, int64_t r_end, int64_t step,
+                                           int64_t c0, const UF_ACC *bias, const UF_ACC *scale,
+                                           UF_ACC *db, UF_ACC *ds)
 {
     const int full_bias = needs_z && a->bias_kind == UF_OPERAND_FULL;
-    for (; r < r_end; r += UF_EPI_BWD_ROWS * step) {
-        uint32_t xw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS], bw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS],
-            gw[UF_EPI_BWD_ROWS][UF_UNIT_WORDS];
-        UF_UNROLL for (int i = 0; i < UF_EPI_BWD_ROWS; ++i)
+    for (; r < r_end; r += nrows * step) {
+        uint32_t xw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS], bw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS],
+            gw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS];
+        UF_UNROLL for (int i = 0; i < nrows; ++i)
         {
             const int64_t base = (r + i * step < r_end ? r + i * step : r) * a->cols;
             if (needs_z)
@@ -283,7 +313,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
                 UF_VNAME(uf_unit_load_whole)((const UF_T *)a->bias + base, c0, bw[i]);
             UF_VNAME(uf_unit_load_whole)((const UF_T *)a->dy + base, c0, gw[i]);
         }
-        UF_UNROLL for (int i = 0; i < UF_EPI_BWD_ROWS; ++i)
+        UF_UNROLL for (int i = 0; i < nrows; ++i)
         {
             const int64_t ri = r + i * step;
             if (ri >= r_end)
@@ -298,53 +328,50 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
             if (needs_z)
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
             UF_VNAME(uf_unit_unpack)(gw[i], g);
-            UF_VNAME(uf_epi_bwd_unit)(a, need_act, 1, ri, c0, scale, z, g, db, ds);
+            UF_VNAME(uf_epi_bwd_unit)(a, need_act, needs_z, 1, ri, c0, scale, z, g, db, ds);
         }
     }
 }
 
-UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_bwd), uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_BWD_BLOCKS)
-{
-    const int need_act = a.scale_kind == UF_OPERAND_ROW && a.partial;
-    /* z = x + bias feeds act' and, for dscale, act: the identity's
-     * derivative needs neither, so x and a full bias are not read. */
-    const int needs_z = a.kind != UF_ACT_IDENTITY || need_act;
-    UF_BLOCKS (blk) {
-        /* Per-thread column sums, [which][thread][e]: 0 dbias, 1 dscale. */
-        UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
-        const int64_t chunk = blk / a.col_tiles, tile = blk % a.col_tiles;
-        UF_THREADS (t) {
-            const int64_t c0 = (tile * a.tpr + t % a.tpr) * UF_ACT_UNIT;
-            const int64_t r_end =
-                (chunk + 1) * a.chunk_rows < a.rows ? (chunk + 1) * a.chunk_rows : a.rows;
-            const int64_t r0 = chunk * a.chunk_rows + t / a.tpr, step = UF_NTHREADS / a.tpr;
-            UF_ACC bias[UF_ACT_UNIT], scale[UF_ACT_UNIT], db[UF_ACT_UNIT], ds[UF_ACT_UNIT];
-            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) db[e] = ds[e] = 0;
-            UF_VNAME(uf_epi_row_operands)(&a, c0 < a.cols ? c0 : 0, bias, scale);
-            if (c0 >= a.cols) {
-                /* a thread past the last column tile adds zeros */
-            } else if (UF_VEC > 1 && a.whole) {
-                UF_VNAME(uf_epi_bwd_rows_whole)
-                (&a, need_act, needs_z, r0, r_end, step, c0, bias, scale, db, ds);
-            } else {
-                UF_VNAME(uf_epi_bwd_rows)
-                (&a, need_act, needs_z, r0, r_end, step, c0, bias, scale, db, ds);
-            }
-            UF_VNAME(uf_colsum_publish)(sums, t, db, ds);
-        }
-        UF_BARRIER();
-        UF_THREADS (t) {
-            const int64_t c0 = (tile * a.tpr + t) * UF_ACT_UNIT;
-            if (a.partial && t < a.tpr && c0 < a.cols)
-                UF_VNAME(uf_colsum_combine)
-            (sums, a.tpr, UF_NTHREADS, t, c0, a.cols, (UF_ACC *)a.partial + chunk * 2 * a.cols);
-        }
-        UF_BARRIER();
-    }
-}
+/* The backward kernel, three times: for any call (uf_epi_bwd), for calls
+ * whose scale is not a row with an activation (uf_epi_bwd_scalar) and
+ * with the identity (uf_epi_bwd_dy); src/epilogue.c chooses. */
+#define UF_EPI_BWD_ROW_SCALE 1
+#define UF_EPI_BWD_ACT 1
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd)
+#define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_BLOCKS
+#define UF_EPI_BWD_KROWS UF_EPI_BWD_ROWS
+#include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_ROW_SCALE
+#undef UF_EPI_BWD_KERNEL
+#undef UF_EPI_BWD_KBLOCKS
+#undef UF_EPI_BWD_KROWS
+#define UF_EPI_BWD_ROW_SCALE 0
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_scalar)
+#define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_SCALAR_BLOCKS
+#define UF_EPI_BWD_KROWS UF_EPI_BWD_SCALAR_ROWS
+#include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_ACT
+#undef UF_EPI_BWD_KERNEL
+#undef UF_EPI_BWD_KBLOCKS
+#undef UF_EPI_BWD_KROWS
+#define UF_EPI_BWD_ACT 0
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_dy)
+#define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_DY_BLOCKS
+#define UF_EPI_BWD_KROWS UF_EPI_BWD_DY_ROWS
+#include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_ROW_SCALE
+#undef UF_EPI_BWD_ACT
+#undef UF_EPI_BWD_KERNEL
+#undef UF_EPI_BWD_KBLOCKS
+#undef UF_EPI_BWD_KROWS
 
 #undef UF_EPI_FWD_THREAD
 #undef UF_ACT_APPLY
 #undef UF_EPI_ROWS
 #undef UF_EPI_BWD_ROWS
+#undef UF_EPI_BWD_DY_ROWS
+#undef UF_EPI_BWD_SCALAR_ROWS
+#undef UF_EPI_BWD_MAX_
+#undef UF_EPI_BWD_ROWS_MAX
 #include "kernels/dtype_unbind.h"

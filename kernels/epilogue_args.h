@@ -19,6 +19,18 @@
 #ifndef UF_EPI_BWD_BLOCKS
 #define UF_EPI_BWD_BLOCKS 2
 #endif
+/* The backward without a row scale (uf_epi_bwd_scalar), and the same for
+ * the identity (uf_epi_bwd_dy), which holds no activation's registers. */
+#ifndef UF_EPI_BWD_SCALAR_BLOCKS
+#define UF_EPI_BWD_SCALAR_BLOCKS 2
+#endif
+#ifndef UF_EPI_BWD_DY_BLOCKS
+#define UF_EPI_BWD_DY_BLOCKS 3
+#endif
+/* The forward with dropout and the identity (uf_epi_fwd_identity). */
+#ifndef UF_EPI_FWD_IDENTITY_BLOCKS
+#define UF_EPI_FWD_IDENTITY_BLOCKS 2
+#endif
 /* Rows a forward thread loads at once where rows are whole aligned units,
  * by element size: 64 bytes of each tensor in flight per thread. */
 #ifndef UF_EPI_ROWS_OF
@@ -28,6 +40,14 @@
  * 16-bit rows, one fp32 row (two spilled 120 bytes). */
 #ifndef UF_EPI_BWD_ROWS_OF
 #define UF_EPI_BWD_ROWS_OF(bytes) ((bytes) >= 4 ? 1 : 4 / (bytes))
+#endif
+/* The same for the backward without a row scale (uf_epi_bwd_scalar). */
+#ifndef UF_EPI_BWD_SCALAR_ROWS_OF
+#define UF_EPI_BWD_SCALAR_ROWS_OF(bytes) UF_EPI_BWD_ROWS_OF(bytes)
+#endif
+/* Rows at once where the backward reads dy alone (uf_epi_bwd_dy). */
+#ifndef UF_EPI_BWD_DY_ROWS_OF
+#define UF_EPI_BWD_DY_ROWS_OF(bytes) ((bytes) >= 4 ? 1 : 8 / (bytes))
 #endif
 
 typedef struct uf_epilogue_args {
@@ -59,8 +79,14 @@ typedef struct uf_epilogue_args {
     UF_EPI_DECLARE_ONE(fwd, dt, vec)                                                               \
     UF_EPI_DECLARE_ONE(fwd_plain, dt, 1)                                                           \
     UF_EPI_DECLARE_ONE(fwd_plain, dt, vec)                                                         \
+    UF_EPI_DECLARE_ONE(fwd_identity, dt, 1)                                                        \
+    UF_EPI_DECLARE_ONE(fwd_identity, dt, vec)                                                      \
     UF_EPI_DECLARE_ONE(bwd, dt, 1)                                                                 \
-    UF_EPI_DECLARE_ONE(bwd, dt, vec)
+    UF_EPI_DECLARE_ONE(bwd, dt, vec)                                                               \
+    UF_EPI_DECLARE_ONE(bwd_scalar, dt, 1)                                                          \
+    UF_EPI_DECLARE_ONE(bwd_scalar, dt, vec)                                                        \
+    UF_EPI_DECLARE_ONE(bwd_dy, dt, 1)                                                              \
+    UF_EPI_DECLARE_ONE(bwd_dy, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

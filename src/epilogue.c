@@ -13,10 +13,12 @@
 
 typedef uf_status (*uf_epi_launcher)(const uf_launch *, const uf_epilogue_args *);
 
-enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN };
+enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN, PASS_FWD_IDENTITY, PASS_BWD_SCALAR, PASS_BWD_DY };
 
-/* Indexed [pass][dtype - 1][vectorised]; the forward without dropout has
- * kernels of its own (fewer registers). */
+/* Indexed [pass][dtype - 1][vectorised]. Kernels built for one kind of call
+ * hold fewer registers than those for any call: the forward without
+ * dropout, the forward with dropout and the identity; the backward without
+ * a row scale, and that with the identity. */
 #define UF_EPI_ROW(pass, dt, vec)                                                                  \
     {                                                                                              \
         uf_epi_##pass##_##dt##_v1_launch, uf_epi_##pass##_##dt##_v##vec##_launch                   \
@@ -26,8 +28,9 @@ enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN };
         UF_EPI_ROW(pass, f32, 4), UF_EPI_ROW(pass, f16, 8), UF_EPI_ROW(pass, bf16, 8),             \
             UF_EPI_ROW(pass, f64, 2)                                                               \
     }
-static const uf_epi_launcher launchers[3][4][2] = {UF_EPI_PASS(fwd), UF_EPI_PASS(bwd),
-                                                   UF_EPI_PASS(fwd_plain)};
+static const uf_epi_launcher launchers[6][4][2] = {
+    UF_EPI_PASS(fwd),          UF_EPI_PASS(bwd),        UF_EPI_PASS(fwd_plain),
+    UF_EPI_PASS(fwd_identity), UF_EPI_PASS(bwd_scalar), UF_EPI_PASS(bwd_dy)};
 
 static int is_float_dtype(uf_dtype d)
 {
@@ -102,7 +105,9 @@ static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a
     uf_launch l = {0, 0, stream, 0, 0};
     const uf_status st = uf_colsum_plan(a->rows, a->cols, 0, &a->tpr, &a->col_tiles, &a->chunk_rows,
                                         &a->nchunks, &l);
-    const int pass = a->threshold != 0 ? PASS_FWD : PASS_FWD_PLAIN;
+    const int pass = a->threshold == 0            ? PASS_FWD_PLAIN
+                     : a->kind == UF_ACT_IDENTITY ? PASS_FWD_IDENTITY
+                                                  : PASS_FWD;
     return st != UF_OK ? st : launchers[pass][desc->dtype - 1][a->vec](&l, a);
 }
 
@@ -124,7 +129,10 @@ static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *
             return st;
         a->partial = (void *)sums.partial;
     }
-    st = launchers[PASS_BWD][desc->dtype - 1][a->vec](&l, a);
+    const int pass = a->scale_kind == UF_OPERAND_ROW ? PASS_BWD
+                     : a->kind == UF_ACT_IDENTITY    ? PASS_BWD_DY
+                                                     : PASS_BWD_SCALAR;
+    st = launchers[pass][desc->dtype - 1][a->vec](&l, a);
     if (reduce)
         st = uf_colsum_finish(&sums, desc->dtype, st, stream);
     return st;

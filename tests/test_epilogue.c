@@ -194,7 +194,9 @@ static const char *operand_name(uf_operand k)
 }
 
 /* Every combination of bias, scale, residual, three activations, with and
- * without dropout, on an odd shape, every dtype. */
+ * without dropout, every dtype, on an odd shape and on rows of whole
+ * aligned units (72 columns: the kernels' untested loads, several rows at
+ * a time, with a partial last group of rows). */
 static void every_combination(void **state)
 {
     (void)state;
@@ -202,25 +204,30 @@ static void every_combination(void **state)
     static const uf_operand biases[] = {UF_OPERAND_NONE, UF_OPERAND_ROW, UF_OPERAND_FULL};
     static const uf_operand scales[] = {UF_OPERAND_NONE, UF_OPERAND_SCALAR, UF_OPERAND_ROW};
     static const uf_activation acts[] = {UF_ACT_IDENTITY, UF_ACT_GELU, UF_ACT_RELU};
+    static const int64_t shapes[][2] = {{37, 67}, {45, 72}};
     size_t bad = 0;
-    for (size_t d = 0; d < NDTYPES; ++d)
-        for (int bi = 0; bi < 3; ++bi)
-            for (int si = 0; si < 3; ++si)
-                for (int ri = 0; ri < 2; ++ri)
-                    for (int ai = 0; ai < 3; ++ai)
-                        for (int p = 0; p < 2; ++p) {
-                            epi_case c = {.d = {dtypes[d], 37, 67, biases[bi],
-                                                uf_activation_default(acts[ai]), scales[si], 0.75,
-                                                ri ? UF_OPERAND_FULL : UF_OPERAND_NONE},
-                                          .drop = {p ? 0.2 : 0, 11, 12 + (uint64_t)ai}};
-                            make_case(&c, 100 + d);
-                            char what[128];
-                            snprintf(what, sizeof what, "bias=%s scale=%s res=%d act=%s p=%g",
-                                     operand_name(biases[bi]), operand_name(scales[si]), ri,
-                                     uf_activation_name(acts[ai]), c.drop.p);
-                            bad += check(&c, 0, what);
-                            free_case(&c);
-                        }
+    for (int sh = 0; sh < 2; ++sh)
+        for (size_t d = 0; d < NDTYPES; ++d)
+            for (int bi = 0; bi < 3; ++bi)
+                for (int si = 0; si < 3; ++si)
+                    for (int ri = 0; ri < 2; ++ri)
+                        for (int ai = 0; ai < 3; ++ai)
+                            for (int p = 0; p < 2; ++p) {
+                                epi_case c = {.d = {dtypes[d], shapes[sh][0], shapes[sh][1],
+                                                    biases[bi], uf_activation_default(acts[ai]),
+                                                    scales[si], 0.75,
+                                                    ri ? UF_OPERAND_FULL : UF_OPERAND_NONE},
+                                              .drop = {p ? 0.2 : 0, 11, 12 + (uint64_t)ai}};
+                                make_case(&c, 100 + d);
+                                char what[128];
+                                snprintf(what, sizeof what,
+                                         "[%lld, %lld] bias=%s scale=%s res=%d act=%s p=%g",
+                                         (long long)shapes[sh][0], (long long)shapes[sh][1],
+                                         operand_name(biases[bi]), operand_name(scales[si]), ri,
+                                         uf_activation_name(acts[ai]), c.drop.p);
+                                bad += check(&c, 0, what);
+                                free_case(&c);
+                            }
     assert_int_equal(bad, 0);
 }
 
@@ -248,6 +255,39 @@ static void shapes_alignment_in_place(void **state)
                 bad += check(&c, variant == 2, what);
                 free_case(&c);
             }
+    assert_int_equal(bad, 0);
+}
+
+/* Rows of whole units, many to a thread: the GPU's plan then gives each
+ * thread several rows of its chunk (a partial group of them at the end),
+ * in each backward kernel and its path that reads dy alone. */
+static void many_rows_per_thread(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const struct {
+        uf_activation act;
+        uf_operand scale;
+        double p;
+        uf_operand residual;
+    } configs[] = {{UF_ACT_RELU, UF_OPERAND_SCALAR, 0, UF_OPERAND_NONE},
+                   {UF_ACT_IDENTITY, UF_OPERAND_NONE, 0.1, UF_OPERAND_FULL},
+                   {UF_ACT_GELU, UF_OPERAND_ROW, 0.1, UF_OPERAND_FULL}};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d)
+        for (int k = 0; k < 3; ++k) {
+            epi_case c = {.d = {dtypes[d], 1201, 4104, UF_OPERAND_ROW,
+                                uf_activation_default(configs[k].act), configs[k].scale, 0.5,
+                                configs[k].residual},
+                          .drop = {configs[k].p, 3, 4}};
+            make_case(&c, 50 + (uint64_t)k);
+            char what[128];
+            snprintf(what, sizeof what, "[1201, 4104] act=%s scale=%s p=%g",
+                     uf_activation_name(configs[k].act), operand_name(configs[k].scale),
+                     configs[k].p);
+            bad += check(&c, 0, what);
+            free_case(&c);
+        }
     assert_int_equal(bad, 0);
 }
 
@@ -367,6 +407,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_combination),
         cmocka_unit_test(shapes_alignment_in_place),
+        cmocka_unit_test(many_rows_per_thread),
         cmocka_unit_test(deterministic_reductions),
         cmocka_unit_test(statuses),
     };

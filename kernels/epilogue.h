@@ -230,7 +230,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_store)(const uf_epilogue_args *a, void *out, int6
 /* The backward of row r's unit at c0 from z = x + bias (needed only by a
  * non-identity act' and by dscale) and g = dy: writes dresidual, dx and a
  * full dbias, and adds to the thread's column sums db and ds. */
-UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int needs_z,
+UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int identity,
                                      int whole, int64_t r, int64_t c0, const UF_ACC *scale,
                                      UF_ACC *z, UF_ACC *g, UF_ACC *db, UF_ACC *ds)
 {
@@ -245,10 +245,9 @@ UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, in
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * t[e];
     }
     /* The identity's derivative is 1 even where z is NaN (z is loaded only
-     * when dscale is asked for; dx must not depend on that). Without z
-     * (`needs_z` 0, a constant where rows are whole) the call's activation
-     * is the identity, and no other one is compiled in. */
-    if (!needs_z || a->kind == UF_ACT_IDENTITY) {
+     * when dscale is asked for; dx must not depend on that). `identity` 1
+     * (a constant: uf_epi_bwd_dy) compiles no other activation in. */
+    if (identity || a->kind == UF_ACT_IDENTITY) {
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
     } else {
         UF_ACT_APPLY(a->kind, 1, p0, p1, z);
@@ -266,9 +265,9 @@ UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, in
 /* The backward over one thread's rows r, r + step, ... below r_end at
  * columns c0 .. c0 + 7, each access tested (tails, unaligned rows). */
 UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                     int64_t r, int64_t r_end, int64_t step, int64_t c0,
-                                     const UF_ACC *bias, const UF_ACC *scale, UF_ACC *db,
-                                     UF_ACC *ds)
+                                     int identity, int64_t r, int64_t r_end, int64_t step,
+                                     int64_t c0, const UF_ACC *bias, const UF_ACC *scale,
+                                     UF_ACC *db, UF_ACC *ds)
 {
     for (; r < r_end; r += step) {
         const int64_t base = r * a->cols;
@@ -286,7 +285,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
         }
         UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, g);
-        UF_VNAME(uf_epi_bwd_unit)(a, need_act, needs_z, 0, r, c0, scale, z, g, db, ds);
+        UF_VNAME(uf_epi_bwd_unit)(a, need_act, identity, 0, r, c0, scale, z, g, db, ds);
     }
 }
 
@@ -296,9 +295,9 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
  * without a test (a row past r_end reads row r again and is skipped after
  * the loads). */
 UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                           int nrows, int64_t r, int64_t r_end, int64_t step,
-                                           int64_t c0, const UF_ACC *bias, const UF_ACC *scale,
-                                           UF_ACC *db, UF_ACC *ds)
+                                           int identity, int nrows, int64_t r, int64_t r_end,
+                                           int64_t step, int64_t c0, const UF_ACC *bias,
+                                           const UF_ACC *scale, UF_ACC *db, UF_ACC *ds)
 {
     const int full_bias = needs_z && a->bias_kind == UF_OPERAND_FULL;
     for (; r < r_end; r += nrows * step) {
@@ -328,7 +327,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
             if (needs_z)
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
             UF_VNAME(uf_unit_unpack)(gw[i], g);
-            UF_VNAME(uf_epi_bwd_unit)(a, need_act, needs_z, 1, ri, c0, scale, z, g, db, ds);
+            UF_VNAME(uf_epi_bwd_unit)(a, need_act, identity, 1, ri, c0, scale, z, g, db, ds);
         }
     }
 }

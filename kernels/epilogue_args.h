@@ -25,7 +25,7 @@
 #define UF_EPI_BWD_SCALAR_BLOCKS 2
 #endif
 #ifndef UF_EPI_BWD_DY_BLOCKS
-#define UF_EPI_BWD_DY_BLOCKS 3
+#define UF_EPI_BWD_DY_BLOCKS 2
 #endif
 /* The forward with dropout and the identity (uf_epi_fwd_identity). */
 #ifndef UF_EPI_FWD_IDENTITY_BLOCKS

@@ -34,10 +34,11 @@ UF_KERNEL_RESIDENT(UF_EPI_BWD_KERNEL, uf_epilogue_args, a, UF_COLSUM_THREADS, UF
                 /* a thread past the last column tile adds zeros */
             } else if (UF_VEC > 1 && a.whole) {
                 UF_VNAME(uf_epi_bwd_rows_whole)
-                (&a, need_act, needs_z, UF_EPI_BWD_KROWS, r0, r_end, step, c0, bias, scale, db, ds);
+                (&a, need_act, needs_z, !UF_EPI_BWD_ACT, UF_EPI_BWD_KROWS, r0, r_end, step, c0,
+                 bias, scale, db, ds);
             } else {
                 UF_VNAME(uf_epi_bwd_rows)
-                (&a, need_act, needs_z, r0, r_end, step, c0, bias, scale, db, ds);
+                (&a, need_act, needs_z, !UF_EPI_BWD_ACT, r0, r_end, step, c0, bias, scale, db, ds);
             }
             UF_VNAME(uf_colsum_publish)(sums, t, db, ds);
         }

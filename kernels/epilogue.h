@@ -18,11 +18,9 @@
 
 #define UF_EPI_ROWS UF_EPI_ROWS_OF((int)sizeof(UF_T))
 #define UF_EPI_BWD_ROWS UF_EPI_BWD_ROWS_OF((int)sizeof(UF_T))
-#define UF_EPI_BWD_SCALAR_ROWS UF_EPI_BWD_SCALAR_ROWS_OF((int)sizeof(UF_T))
 #define UF_EPI_BWD_DY_ROWS UF_EPI_BWD_DY_ROWS_OF((int)sizeof(UF_T))
-#define UF_EPI_BWD_MAX_(a, b) ((a) > (b) ? (a) : (b))
 #define UF_EPI_BWD_ROWS_MAX                                                                        \
-    UF_EPI_BWD_MAX_(UF_EPI_BWD_MAX_(UF_EPI_BWD_ROWS, UF_EPI_BWD_SCALAR_ROWS), UF_EPI_BWD_DY_ROWS)
+    (UF_EPI_BWD_ROWS > UF_EPI_BWD_DY_ROWS ? UF_EPI_BWD_ROWS : UF_EPI_BWD_DY_ROWS)
 
 /* The row-independent operands of a unit: bias and scale vectors (ROW), or
  * the constants standing in for them. `row_scale` 0 (a constant at the
@@ -348,7 +346,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #define UF_EPI_BWD_ROW_SCALE 0
 #define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_scalar)
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_SCALAR_BLOCKS
-#define UF_EPI_BWD_KROWS UF_EPI_BWD_SCALAR_ROWS
+#define UF_EPI_BWD_KROWS UF_EPI_BWD_ROWS
 #include "kernels/epilogue_backward_kernel.h"
 #undef UF_EPI_BWD_ACT
 #undef UF_EPI_BWD_KERNEL
@@ -370,7 +368,5 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #undef UF_EPI_ROWS
 #undef UF_EPI_BWD_ROWS
 #undef UF_EPI_BWD_DY_ROWS
-#undef UF_EPI_BWD_SCALAR_ROWS
-#undef UF_EPI_BWD_MAX_
 #undef UF_EPI_BWD_ROWS_MAX
 #include "kernels/dtype_unbind.h"

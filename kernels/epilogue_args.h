@@ -37,13 +37,9 @@
 #define UF_EPI_ROWS_OF(bytes) (8 / (bytes))
 #endif
 /* The same for the backward, which keeps its column sums beside them: two
- * 16-bit rows, one fp32 row (two spilled 120 bytes). */
+ * 16-bit rows, one fp32 row (two spilled 120 bytes); uf_epi_bwd_scalar too. */
 #ifndef UF_EPI_BWD_ROWS_OF
 #define UF_EPI_BWD_ROWS_OF(bytes) ((bytes) >= 4 ? 1 : 4 / (bytes))
-#endif
-/* The same for the backward without a row scale (uf_epi_bwd_scalar). */
-#ifndef UF_EPI_BWD_SCALAR_ROWS_OF
-#define UF_EPI_BWD_SCALAR_ROWS_OF(bytes) UF_EPI_BWD_ROWS_OF(bytes)
 #endif
 /* Rows at once where the backward reads dy alone (uf_epi_bwd_dy). */
 #ifndef UF_EPI_BWD_DY_ROWS_OF

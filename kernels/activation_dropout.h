@@ -136,7 +136,8 @@ UF_FN void UF_VNAME(uf_act_bwd_units_as)(int kind, int drop, const uf_activation
 }
 
 /* The units of the kernels that may drop (p read at run time: one copy
- * of the loop each way) and of those that never do. */
+ * of the loop each way), of those that always do (launched where p > 0)
+ * and of those that never do. */
 UF_FN void UF_VNAME(uf_act_fwd_units)(int kind, const uf_activation_args *a, int steps,
                                       const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
 {
@@ -159,6 +160,17 @@ UF_FN void UF_VNAME(uf_act_bwd_units)(int kind, const uf_activation_args *a, int
     else
         UF_VNAME(uf_act_bwd_units_as)(kind, 0, a, steps, bits, g, w);
 }
+UF_FN void UF_VNAME(uf_act_fwd_units_drop)(int kind, const uf_activation_args *a, int steps,
+                                           const unsigned *bits, uint32_t (*w)[UF_UNIT_WORDS])
+{
+    UF_VNAME(uf_act_fwd_units_as)(kind, 1, a, steps, bits, w);
+}
+UF_FN void UF_VNAME(uf_act_bwd_units_drop)(int kind, const uf_activation_args *a, int steps,
+                                           const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
+                                           uint32_t (*w)[UF_UNIT_WORDS])
+{
+    UF_VNAME(uf_act_bwd_units_as)(kind, 1, a, steps, bits, g, w);
+}
 UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *a, int steps,
                                             const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
                                             uint32_t (*w)[UF_UNIT_WORDS])
@@ -167,22 +179,22 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
 }
 
 /* Unit k of thread t in logical block b, in the layer's order. Blocks are
- * always UF_ACT_THREADS threads (src/activation.c); the kernels without
- * dropout use that constant, so that a thread's units lie constant strides
- * apart. */
+ * always UF_ACT_THREADS threads (src/activation.c); the kernels addressed
+ * from one pointer use that constant, so that a thread's units lie
+ * constant strides apart. */
 #define UF_ACT_UNIT_OF(b, steps, k, t)                                                             \
-    (UF_ACT_PLAIN ? UF_THREAD_ITEM_IN(b, steps, k, t, UF_ACT_THREADS)                              \
-                  : UF_THREAD_ITEM(b, steps, k, t))
+    (UF_ACT_ONE_POINTER ? UF_THREAD_ITEM_IN(b, steps, k, t, UF_ACT_THREADS)                        \
+                        : UF_THREAD_ITEM(b, steps, k, t))
 
 /* Whether thread t's `steps` units in block b lie wholly within the count
  * (its last unit is the furthest on in every order): then each is one or
  * two 16-byte accesses without a bound of its own, and their addresses
  * fixed offsets from the first. Where loops are vectorised, the bounded
- * accesses vectorise as they are. Only the kernels without dropout: with
- * whole accesses, those with dropout lost 6-10 points of copy bandwidth in
- * 16 bits on the H200 (2026-12-02). */
+ * accesses vectorise as they are. Not in the kernels with dropout for
+ * every activation: there whole accesses lost 6-10 points of copy
+ * bandwidth in 16 bits on the H200 (2026-12-02). */
 #define UF_ACT_WHOLE(a, b, steps, t)                                                               \
-    (UF_ACT_PLAIN && !UF_VECTORISED_LOOPS && UF_VEC > 1 &&                                         \
+    (UF_ACT_ONE_POINTER && !UF_VECTORISED_LOOPS && UF_VEC > 1 &&                                   \
      (UF_ACT_UNIT_OF(b, steps, (steps)-1, t) + 1) * UF_ACT_UNIT <= (a).count)
 
 /* Loads (stores) the unit at element i0 of `tensor` into (from) w;
@@ -230,8 +242,9 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
  * they test p, and can run without) and the plain ones without: those
  * carry none of the dropout's code, so that their registers are allocated
  * for the activation alone. */
-#define UF_ACT_PLAIN 0
+#define UF_ACT_ONE_POINTER 0
 #define UF_ACT_DROP ((a).threshold != 0)
+#define UF_ACT_KIND (a).kind
 #define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units)
 #define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units)
 #define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd)
@@ -239,8 +252,9 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
 #define UF_ACT_FWD_RESIDENT UF_ACT_FWD_BLOCKS
 #define UF_ACT_BWD_RESIDENT UF_ACT_BWD_BLOCKS
 #include "kernels/activation_kernels.h"
-#define UF_ACT_PLAIN 1
+#define UF_ACT_ONE_POINTER 1
 #define UF_ACT_DROP 0
+#define UF_ACT_KIND (a).kind
 #define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units_plain)
 #define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units_plain)
 #define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd_plain)
@@ -248,6 +262,30 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
 #define UF_ACT_FWD_RESIDENT UF_ACT_PLAIN_FWD_BLOCKS
 #define UF_ACT_BWD_RESIDENT UF_ACT_PLAIN_BWD_BLOCKS
 #include "kernels/activation_kernels.h"
+
+/* The kernels with dropout built for one activation each (those
+ * src/activation.c lists), for 16-bit data in 16-byte accesses: a kernel's
+ * registers are allocated for the worst of the cases it holds, and the
+ * switch over every activation made the 16-bit ones spill (60-100 bytes
+ * at 64 registers, nvcc 13.0 for sm_90; none built for one activation). */
+#if UF_VEC > 1 && (UF_DT == 2 || UF_DT == 3)
+#define UF_ACT_FIXED_KIND UF_ACT_IDENTITY
+#define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_identity)
+#define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_identity)
+#include "kernels/activation_fixed_kernels.h"
+#define UF_ACT_FIXED_KIND UF_ACT_RELU
+#define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_relu)
+#define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_relu)
+#include "kernels/activation_fixed_kernels.h"
+#define UF_ACT_FIXED_KIND UF_ACT_GELU
+#define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_gelu)
+#define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_gelu)
+#include "kernels/activation_fixed_kernels.h"
+#define UF_ACT_FIXED_KIND UF_ACT_SILU
+#define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_silu)
+#define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_silu)
+#include "kernels/activation_fixed_kernels.h"
+#endif
 
 #undef UF_ACT_STORE_UNIT
 #undef UF_ACT_LOAD_UNIT

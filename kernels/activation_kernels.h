@@ -1,7 +1,10 @@
 /*
  * The activation kernels, forward and backward, a template that
- * activation_dropout.h includes twice: define UF_ACT_PLAIN (1: never
- * drops), UF_ACT_DROP (whether to draw keep bits), the unit functions
+ * activation_dropout.h includes once per kind of kernel: define
+ * UF_ACT_ONE_POINTER (1: a thread's units addressed from one pointer where
+ * all lie within the count, the block size a constant), UF_ACT_DROP
+ * (whether to draw keep bits), UF_ACT_KIND (the activation: `a.kind`, or a
+ * constant for a kernel built for one activation), the unit functions
  * UF_ACT_FWD_UNITS and UF_ACT_BWD_UNITS, the kernels' names
  * UF_ACT_FWD_KERNEL and UF_ACT_BWD_KERNEL,
  * and the blocks each multiprocessor should hold of them,
@@ -19,7 +22,7 @@ UF_KERNEL_RESIDENT(UF_ACT_FWD_KERNEL, uf_activation_args, a, UF_ACT_THREADS, UF_
             const int whole = UF_ACT_WHOLE(a, b, UF_ACT_STEPS, t);
             UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k) UF_ACT_LOAD_UNIT(
                 a.x, a.count, whole, UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t) * UF_ACT_UNIT, w[k]);
-            UF_ACT_SWITCH(a.kind, UF_ACT_FWD_UNITS, &a, UF_ACT_STEPS, bits, w)
+            UF_ACT_SWITCH(UF_ACT_KIND, UF_ACT_FWD_UNITS, &a, UF_ACT_STEPS, bits, w)
             UF_UNROLL_HELD for (int k = 0; k < UF_ACT_STEPS; ++k)
             {
                 const int64_t unit = UF_ACT_UNIT_OF(b, UF_ACT_STEPS, k, t);
@@ -44,10 +47,10 @@ UF_KERNEL_RESIDENT(UF_ACT_BWD_KERNEL, uf_activation_args, a, UF_ACT_THREADS, UF_
             {
                 const int64_t i0 = UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT;
                 UF_ACT_LOAD_UNIT(a.dy, a.count, whole, i0, g[k]);
-                if (a.kind != UF_ACT_IDENTITY)
+                if (UF_ACT_KIND != UF_ACT_IDENTITY)
                     UF_ACT_LOAD_UNIT(a.x, a.count, whole, i0, w[k]);
             }
-            UF_ACT_SWITCH(a.kind, UF_ACT_BWD_UNITS, &a, UF_ACT_BWD_STEPS, bits, g, w)
+            UF_ACT_SWITCH(UF_ACT_KIND, UF_ACT_BWD_UNITS, &a, UF_ACT_BWD_STEPS, bits, g, w)
             UF_UNROLL_HELD for (int k = 0; k < UF_ACT_BWD_STEPS; ++k)
                 UF_ACT_STORE_UNIT(a.out, a.count, whole,
                                   UF_ACT_UNIT_OF(b, UF_ACT_BWD_STEPS, k, t) * UF_ACT_UNIT, g[k]);
@@ -62,4 +65,5 @@ UF_KERNEL_RESIDENT(UF_ACT_BWD_KERNEL, uf_activation_args, a, UF_ACT_THREADS, UF_
 #undef UF_ACT_BWD_UNITS
 #undef UF_ACT_FWD_UNITS
 #undef UF_ACT_DROP
-#undef UF_ACT_PLAIN
+#undef UF_ACT_ONE_POINTER
+#undef UF_ACT_KIND

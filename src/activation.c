@@ -25,6 +25,34 @@ typedef uf_status (*uf_act_launcher)(const uf_launch *, const uf_activation_args
 static const uf_act_launcher launchers[2][2][4][2] = {
     {UF_ACT_PASS(fwd_plain), UF_ACT_PASS(bwd_plain)}, {UF_ACT_PASS(fwd), UF_ACT_PASS(bwd)}};
 
+/* The kernels with dropout built for one activation, for 16-bit data in
+ * 16-byte accesses: indexed [backward][dtype f16, bf16][fixed_slot]. */
+#define UF_ACT_FIXED_ROW(pass, dt)                                                                 \
+    {                                                                                              \
+        uf_act_##pass##_identity_##dt##_v8_launch, uf_act_##pass##_relu_##dt##_v8_launch,          \
+            uf_act_##pass##_gelu_##dt##_v8_launch, uf_act_##pass##_silu_##dt##_v8_launch           \
+    }
+static const uf_act_launcher fixed_launchers[2][2][4] = {
+    {UF_ACT_FIXED_ROW(fwd, f16), UF_ACT_FIXED_ROW(fwd, bf16)},
+    {UF_ACT_FIXED_ROW(bwd, f16), UF_ACT_FIXED_ROW(bwd, bf16)}};
+
+/* The slot of fixed_launchers that holds `kind`'s kernels, or -1. */
+static int fixed_slot(int kind)
+{
+    switch (kind) {
+    case UF_ACT_IDENTITY:
+        return 0;
+    case UF_ACT_RELU:
+        return 1;
+    case UF_ACT_GELU:
+        return 2;
+    case UF_ACT_SILU:
+        return 3;
+    default:
+        return -1;
+    }
+}
+
 static const char *const names[UF_ACT_COUNT] = {
     "identity",  "sigmoid", "logsigmoid", "tanh",        "relu",       "gelu",
     "gelu_tanh", "silu",    "relu6",      "hardsigmoid", "hardtanh",   "hardswish",
@@ -111,6 +139,9 @@ static uf_status launch_here(int backward, uf_dtype dtype, const uf_activation_a
     const uf_launch l = {(a->count + per_block - 1) / per_block, UF_ACT_THREADS, stream,
                          (int64_t)lim.multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_ACT_WAVES,
                          0};
+    const int slot = fixed_slot(a->kind);
+    if (a->threshold != 0 && vec_ok && (dtype == UF_F16 || dtype == UF_BF16) && slot >= 0)
+        return fixed_launchers[backward][dtype == UF_BF16][slot](&l, a);
     return launchers[a->threshold != 0][backward][dtype - 1][vec_ok](&l, a);
 }
 

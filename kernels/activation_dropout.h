@@ -56,6 +56,17 @@ UF_FN void UF_VNAME(uf_act_scale_kept)(const uf_activation_args *a, unsigned bit
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *= (bits >> e & 1u) ? scale : (UF_ACC)0;
 }
 
+/* v *= the dropout factor of a unit whose Philox words are r (each
+ * element's draw compared where it is used: no keep bits to pack and
+ * unpack). */
+UF_FN void UF_VNAME(uf_act_scale_drawn)(const uf_activation_args *a, const uf_philox4 *r,
+                                        uint32_t cut, UF_ACC *v)
+{
+    const UF_ACC scale = (UF_ACC)a->keep_scale;
+    UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) v[e] *=
+        uf_dropout_keeps(r, cut, e) ? scale : (UF_ACC)0;
+}
+
 /* v[i] *= the dropout factor of element i of a run of n values whose
  * units have these keep bits (an inner loop per unit, which gcc vectorises
  * as it stands; one loop over i, bits[i / 8] >> i % 8, was 20-40% slower). */
@@ -171,6 +182,24 @@ UF_FN void UF_VNAME(uf_act_bwd_units_drop)(int kind, const uf_activation_args *a
 {
     UF_VNAME(uf_act_bwd_units_as)(kind, 1, a, steps, bits, g, w);
 }
+/* The units of the forward kernels that draw each unit's Philox words
+ * where they apply them (units[k]: unit k's index, its Philox group), on
+ * GPUs; kernels that drop always. */
+UF_FN void UF_VNAME(uf_act_fwd_units_drawn)(int kind, const uf_activation_args *a, int steps,
+                                            const int64_t *units, uint32_t (*w)[UF_UNIT_WORDS])
+{
+    const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    const uint32_t cut = uf_dropout_cut(a->threshold);
+    UF_UNROLL_HELD for (int k = 0; k < steps; ++k)
+    {
+        UF_ACC v[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_unpack)(w[k], v);
+        UF_ACT_APPLY(kind, 0, p0, p1, v);
+        const uf_philox4 r = uf_philox_group(a->seed, a->offset, (uint64_t)units[k]);
+        UF_VNAME(uf_act_scale_drawn)(a, &r, cut, v);
+        UF_VNAME(uf_unit_pack)(v, w[k]);
+    }
+}
 UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *a, int steps,
                                             const unsigned *bits, uint32_t (*g)[UF_UNIT_WORDS],
                                             uint32_t (*w)[UF_UNIT_WORDS])
@@ -245,6 +274,7 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
 #define UF_ACT_ONE_POINTER 0
 #define UF_ACT_DROP ((a).threshold != 0)
 #define UF_ACT_KIND (a).kind
+#define UF_ACT_DRAWN 0
 #define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units)
 #define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units)
 #define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd)
@@ -255,6 +285,7 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
 #define UF_ACT_ONE_POINTER 1
 #define UF_ACT_DROP 0
 #define UF_ACT_KIND (a).kind
+#define UF_ACT_DRAWN 0
 #define UF_ACT_FWD_UNITS UF_VNAME(uf_act_fwd_units_plain)
 #define UF_ACT_BWD_UNITS UF_VNAME(uf_act_bwd_units_plain)
 #define UF_ACT_FWD_KERNEL UF_VNAME(uf_act_fwd_plain)
@@ -269,19 +300,29 @@ UF_FN void UF_VNAME(uf_act_bwd_units_plain)(int kind, const uf_activation_args *
  * switch over every activation made the 16-bit ones spill (60-100 bytes
  * at 64 registers, nvcc 13.0 for sm_90; none built for one activation). */
 #if UF_VEC > 1 && (UF_DT == 2 || UF_DT == 3)
+/* UF_ACT_FIXED_DRAWN: whether the forward draws each unit's keep
+ * decisions where it applies them, which saved the H200 2.3 of its 20-37
+ * thread instructions an element; measured there (2026-12-04), relu + dropout
+ * forward gained 1.5-7 points of copy, gelu about 1, dropout alone none, silu
+ * lost 1.5-2 (so it keeps the bits), and every backward lost 1-3 (they all
+ * keep the bits). */
 #define UF_ACT_FIXED_KIND UF_ACT_IDENTITY
+#define UF_ACT_FIXED_DRAWN 1
 #define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_identity)
 #define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_identity)
 #include "kernels/activation_fixed_kernels.h"
 #define UF_ACT_FIXED_KIND UF_ACT_RELU
+#define UF_ACT_FIXED_DRAWN 1
 #define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_relu)
 #define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_relu)
 #include "kernels/activation_fixed_kernels.h"
 #define UF_ACT_FIXED_KIND UF_ACT_GELU
+#define UF_ACT_FIXED_DRAWN 1
 #define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_gelu)
 #define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_gelu)
 #include "kernels/activation_fixed_kernels.h"
 #define UF_ACT_FIXED_KIND UF_ACT_SILU
+#define UF_ACT_FIXED_DRAWN 0
 #define UF_ACT_FIXED_FWD UF_VNAME(uf_act_fwd_silu)
 #define UF_ACT_FIXED_BWD UF_VNAME(uf_act_bwd_silu)
 #include "kernels/activation_fixed_kernels.h"

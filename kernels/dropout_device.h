@@ -25,6 +25,14 @@ UF_FN uint32_t uf_dropout_cut(uint32_t threshold)
     return (threshold << 16) - 1u;
 }
 
+/* 1 when element e (0 .. 7) of the Philox group whose words are r is kept,
+ * for cut = uf_dropout_cut(threshold). */
+UF_FN unsigned uf_dropout_keeps(const uf_philox4 *r, uint32_t cut, int e)
+{
+    const uint32_t w = r->v[e / 2];
+    return (e % 2 ? w : w << 16) > cut;
+}
+
 /* Keep bits of Philox group g's eight elements (bit e: element 8 g + e),
  * for cut = uf_dropout_cut(threshold), threshold != 0 (callers test it
  * once, outside their loops over units). A byte: where loops are
@@ -36,8 +44,8 @@ UF_FN uint8_t uf_dropout_byte(uint64_t seed, uint64_t offset, uint32_t cut, uint
     unsigned bits = 0;
     UF_UNROLL for (int w = 0; w < 4; ++w)
     {
-        bits |= (unsigned)((r.v[w] << 16) > cut) << (2 * w);
-        bits |= (unsigned)(r.v[w] > cut) << (2 * w + 1);
+        bits |= uf_dropout_keeps(&r, cut, 2 * w) << (2 * w);
+        bits |= uf_dropout_keeps(&r, cut, 2 * w + 1) << (2 * w + 1);
     }
     return (uint8_t)bits;
 }

@@ -192,10 +192,13 @@ UF_FN void UF_VNAME(uf_act_fwd_units_drawn)(int kind, const uf_activation_args *
     const uint32_t cut = uf_dropout_cut(a->threshold);
     UF_UNROLL_HELD for (int k = 0; k < steps; ++k)
     {
+        /* The words first: they need no load, and drawn after the
+         * activation they left bf16 relu waiting on its loads twice as
+         * often as f16 (84.5 -> 91% of copy on the H200 this way). */
+        const uf_philox4 r = uf_philox_group(a->seed, a->offset, (uint64_t)units[k]);
         UF_ACC v[UF_ACT_UNIT];
         UF_VNAME(uf_unit_unpack)(w[k], v);
         UF_ACT_APPLY(kind, 0, p0, p1, v);
-        const uf_philox4 r = uf_philox_group(a->seed, a->offset, (uint64_t)units[k]);
         UF_VNAME(uf_act_scale_drawn)(a, &r, cut, v);
         UF_VNAME(uf_unit_pack)(v, w[k]);
     }

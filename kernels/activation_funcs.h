@@ -13,21 +13,25 @@
 #define UF_AM(fn) fn##f
 #define UF_AM_NAME(name) name##_f32
 #define UF_AM_RCP(x) UF_RCPF(x)
+#define UF_AM_EXP(x) UF_EXPF_ACCURATE(x)
 #include "kernels/activation_math.h"
 #undef UF_AM_T
 #undef UF_AM
 #undef UF_AM_NAME
 #undef UF_AM_RCP
+#undef UF_AM_EXP
 
 #define UF_AM_T double
 #define UF_AM(fn) fn
 #define UF_AM_NAME(name) name##_f64
 #define UF_AM_RCP(x) (1.0 / (x))
+#define UF_AM_EXP(x) exp(x)
 #include "kernels/activation_math.h"
 #undef UF_AM_T
 #undef UF_AM
 #undef UF_AM_NAME
 #undef UF_AM_RCP
+#undef UF_AM_EXP
 
 /* switch (kind) with a case per activation, each calling fn(K, ...) with K
  * that case's constant. fn is force-inlined, so the switch on the kind

@@ -2,7 +2,8 @@
  * The activations as small pure functions, each with its derivative beside
  * it, in one compute type. Instantiated twice by activation_funcs.h: for
  * float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
- * layer's reciprocal) and for double.
+ * layer's reciprocal, UF_AM_EXP the layer's exp that vectorises on CPUs)
+ * and for double.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
  * are the parameters of uf_activation_desc.
@@ -16,10 +17,11 @@ UF_FN T F(clamp)(T x, T lo, T hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 /* The reciprocal within an ulp in fp32 (UF_AM_RCP): a division's IEEE
- * rounding cost silu's f16 forward more than its exp. */
+ * rounding cost silu's f16 forward more than its exp. UF_AM_EXP: libm's
+ * expf kept every activation built on the sigmoid scalar on CPUs. */
 UF_FN T F(sigmoid_of)(T x)
 {
-    return UF_AM_RCP((T)1 + UF_AM(exp)(-x));
+    return UF_AM_RCP((T)1 + UF_AM_EXP(-x));
 }
 
 UF_FN T F(sigmoid)(T x)

@@ -16,10 +16,22 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
     UF_LOADV(dy, (const UF_T *)a->x2 + row * a->sk, j0);
 }
 
+/* Thread t's sum of a row's partials p[k] for k = t, t + nthreads, ... <
+ * nchunks, in that order. */
+UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks, int t,
+                                               int nthreads)
+{
+    UF_ACC acc = 0;
+    for (int64_t k = t; k < nchunks; k += nthreads)
+        acc += UF_GROUP_READ(UF_ACC, &p[k]);
+    return acc;
+}
+
 /* Span path, between thread loops, after the block's sum: block b stores
  * its chunk's dot in `partial` and counts itself in; once every chunk of
- * the row is in, the block adds the row's partials, a few per thread, as
- * every block of the row does, so all hold the same dot. */
+ * the row is in, each warp (rows of at most UF_SOFTMAX_WARP_FOLD_MAX
+ * chunks) or the whole block adds the row's partials, as the forward folds
+ * them (softmax_forward.h), so every block of the row holds the same dot. */
 #define UF_SOFTMAX_SPAN_DOT(a, b, dot)                                                             \
     UF_THREADS (t) {                                                                               \
         if (t == 0) {                                                                              \
@@ -28,14 +40,21 @@ UF_FN void UF_VNAME(uf_softmax_load_pair)(const uf_softmax_args *a, int64_t row,
         }                                                                                          \
     }                                                                                              \
     UF_BARRIER();                                                                                  \
-    UF_THREADS (t) {                                                                               \
-        const UF_ACC *p = (const UF_ACC *)(a).partial + ((b) / (a).nchunks) * (a).nchunks;         \
-        UF_ACC acc = 0;                                                                            \
-        for (int64_t k = t; k < (a).nchunks; k += UF_NTHREADS)                                     \
-            acc += UF_GROUP_READ(UF_ACC, &p[k]);                                                   \
-        UF_X(dot) = acc;                                                                           \
-    }                                                                                              \
-    UF_BLOCK_SUM(dot)
+    if ((a).nchunks <= UF_SOFTMAX_WARP_FOLD_MAX) {                                                 \
+        UF_THREADS (t) {                                                                           \
+            UF_X(dot) = UF_VNAME(uf_softmax_add_partials)((const UF_ACC *)(a).partial +            \
+                                                              ((b) / (a).nchunks) * (a).nchunks,   \
+                                                          (a).nchunks, t % UF_WARP, UF_WARP);      \
+        }                                                                                          \
+        UF_WARP_SUM(dot, UF_WARP);                                                                 \
+    } else {                                                                                       \
+        UF_THREADS (t) {                                                                           \
+            UF_X(dot) = UF_VNAME(uf_softmax_add_partials)((const UF_ACC *)(a).partial +            \
+                                                              ((b) / (a).nchunks) * (a).nchunks,   \
+                                                          (a).nchunks, t, UF_NTHREADS);            \
+        }                                                                                          \
+        UF_BLOCK_SUM(dot);                                                                         \
+    }
 
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
  * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes

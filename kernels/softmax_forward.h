@@ -279,11 +279,12 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 
 /* Span path, between thread loops, after the block's reductions: block b
  * stores its chunk's (m, s) in `partial` and counts itself in; once every
- * chunk of the row is in, the block folds the row's partials, a few per
- * thread, and combines them as every block of the row does (the same bits
- * everywhere); m and s become the row's maximum and its sum relative to
- * this chunk's reference, so that the write step's v * inverse(m, s) is
- * exp(x - row max) / row sum. */
+ * chunk of the row is in, each warp of the block (rows of at most
+ * UF_SOFTMAX_WARP_FOLD_MAX chunks) or the whole block folds the row's
+ * partials, a few per lane or thread, and combines them; the same bits in
+ * every block of the row. m and s become the row's maximum and its sum
+ * relative to this chunk's reference, so that the write step's
+ * v * inverse(m, s) is exp(x - row max) / row sum. */
 #define UF_SOFTMAX_SPAN_EXCHANGE(a, b, m, s)                                                       \
     UF_THREADS (t) {                                                                               \
         if (t == 0) {                                                                              \
@@ -297,12 +298,26 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     UF_EXCLUSIVE(UF_ACC, part_max);                                                                \
     UF_EXCLUSIVE(UF_ACC, part_sum);                                                                \
     UF_EXCLUSIVE(UF_ACC, row_max);                                                                 \
-    UF_THREADS (t) {                                                                               \
-        UF_VNAME(uf_softmax_fold)                                                                  \
-        ((const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks, (a).nchunks, t,      \
-         UF_NTHREADS, &UF_X(part_max), &UF_X(part_sum));                                           \
+    if ((a).nchunks <= UF_SOFTMAX_WARP_FOLD_MAX) {                                                 \
+        UF_THREADS (t) {                                                                           \
+            UF_VNAME(uf_softmax_fold)                                                              \
+            ((const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks, (a).nchunks,     \
+             t % UF_WARP, UF_WARP, &UF_X(part_max), &UF_X(part_sum));                              \
+            UF_X(row_max) = UF_X(part_max);                                                        \
+        }                                                                                          \
+        UF_WARP_MAX(row_max, UF_WARP);                                                             \
+        UF_THREADS (t) {                                                                           \
+            UF_X(part_sum) *= UF_EXP_ACC(UF_X(part_max) - UF_MAX_REF(UF_X(row_max)));              \
+        }                                                                                          \
+        UF_WARP_SUM(part_sum, UF_WARP);                                                            \
+    } else {                                                                                       \
+        UF_THREADS (t) {                                                                           \
+            UF_VNAME(uf_softmax_fold)                                                              \
+            ((const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks, (a).nchunks, t,  \
+             UF_NTHREADS, &UF_X(part_max), &UF_X(part_sum));                                       \
+        }                                                                                          \
+        UF_SOFTMAX_COMBINE(part_max, part_sum, row_max);                                           \
     }                                                                                              \
-    UF_SOFTMAX_COMBINE(part_max, part_sum, row_max);                                               \
     UF_THREADS (t) {                                                                               \
         /* An overflow to inf here means exp(x - row max) underflows: 0. */                        \
         const UF_ACC ref = UF_MAX_REF(UF_X(row_max));                                              \

@@ -21,6 +21,27 @@
 #define UF_VENDOR_PAUSE() __nanosleep(64)
 #endif
 
+/* The count of blocks that wait for each other (gpu/layer_gpu.h): an
+ * add with acquire and release semantics, and a polling load with acquire
+ * semantics, where a full fence on each side cost a round trip to L2 more
+ * (sm_70 and later). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(UF_GROUP_GENERIC)
+static __device__ __forceinline__ unsigned uf_cuda_group_arrive(unsigned *p)
+{
+    unsigned before;
+    asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(before) : "l"(p) : "memory");
+    return before;
+}
+static __device__ __forceinline__ unsigned uf_cuda_group_poll(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+#define UF_VENDOR_GROUP_ARRIVE(p) uf_cuda_group_arrive(p)
+#define UF_VENDOR_GROUP_POLL(p) uf_cuda_group_poll(p)
+#endif
+
 /* Both halves of a 32 x 32-bit product from one multiply: written in C,
  * NVVM widens the operands and ptxas emits a 64-bit multiply plus adds. */
 static __device__ __forceinline__ unsigned uf_cuda_mul_hilo(unsigned a, unsigned b, unsigned *hi)

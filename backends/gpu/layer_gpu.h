@@ -97,20 +97,37 @@ extern "C" uf_status ufb_launch_grouped(const void *kernel, const uf_launch *l, 
 #define UF_X(name) (name)
 
 /* ---- logical blocks that wait for each other (uf_launch.group_blocks) ----
- * One thread of a block calls these; a barrier after uf_group_wait passes
- * what it waited for on to the rest of the block. uf_group_arrive makes the
- * caller's earlier stores visible to every block before it counts. */
-UF_FN void uf_group_arrive(unsigned *count)
+ * One thread of a block calls these; a barrier after them passes what they
+ * made visible on to the rest of the block. uf_group_arrive counts the
+ * caller in and returns the count before it: the caller's earlier stores
+ * are visible to every block that sees the new count, and the stores of
+ * the blocks counted before it are visible to the caller after it (the
+ * last block in need not wait). */
+#ifdef UF_VENDOR_GROUP_ARRIVE
+UF_FN unsigned uf_group_arrive(unsigned *count)
+{
+    return UF_VENDOR_GROUP_ARRIVE(count);
+}
+#else
+UF_FN unsigned uf_group_arrive(unsigned *count)
 {
     __threadfence();
-    atomicAdd(count, 1u);
+    const unsigned before = atomicAdd(count, 1u);
+    __threadfence();
+    return before;
 }
-/* Returns once `count` has reached n. */
+#endif
+/* Returns once `count` has reached n, the stores behind it visible. */
 UF_FN void uf_group_wait(unsigned *count, unsigned n)
 {
+#ifdef UF_VENDOR_GROUP_POLL
+    while (UF_VENDOR_GROUP_POLL(count) < n)
+        UF_VENDOR_PAUSE();
+#else
     while (*(volatile unsigned *)count < n)
         UF_VENDOR_PAUSE();
     __threadfence();
+#endif
 }
 /* A value another block stored before its uf_group_arrive: read past this
  * multiprocessor's own cache, which may hold an older copy of the line. */

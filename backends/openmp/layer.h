@@ -133,9 +133,9 @@ void ufb_cpu_pause(void);
  * As on GPUs (gpu/layer_gpu.h): one thread of a block arrives and waits.
  * Each block runs in one OpenMP thread, so the acquiring load hands the
  * other blocks' stores to the whole block. */
-UF_FN void uf_group_arrive(unsigned *count)
+UF_FN unsigned uf_group_arrive(unsigned *count)
 {
-    __atomic_fetch_add(count, 1u, __ATOMIC_RELEASE);
+    return __atomic_fetch_add(count, 1u, __ATOMIC_ACQ_REL);
 }
 UF_FN void uf_group_wait(unsigned *count, unsigned n)
 {

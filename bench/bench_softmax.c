@@ -5,9 +5,10 @@
  * measured in the same run (the ceiling a memory-bound kernel can reach).
  *
  * Usage: unifuse-bench-softmax [--quick] [--json PATH] [--dtypes f32,f16,bf16]
- *                              [--sizes S1,S2,...] [--iters N]
+ *                              [--sizes S1,S2,...] [--iters N] [--long-rows N]
  * S below LONG_ROW is x [B,H,S,S] with B*H sized to the target tensor bytes;
- * S at or above it is x [rows,S] with a few rows (the long-row regime).
+ * S at or above it is x [rows,S] with a few rows (the long-row regime: at
+ * most --long-rows, default 64, as many as a decoding step's heads).
  *
  * Exit status: 0 on success (skipped sizes included), 1 when a call fails,
  * 2 on a usage error, 77 when the backend finds no device.
@@ -24,7 +25,7 @@
 #include "unifuse.h"
 
 #define MAX_SIZES 64
-#define MAX_LONG_ROWS 64
+#define LONG_ROWS_DEFAULT 64
 #define LONG_ROW 65536
 #define MIB BENCH_MIB
 #define SCALE 0.125
@@ -37,6 +38,7 @@ typedef struct options {
     bench_options common;
     int64_t sizes[MAX_SIZES];
     int nsizes;
+    int64_t long_rows; /* most rows of x [rows,S] for S >= LONG_ROW */
 } options;
 
 typedef struct result {
@@ -71,14 +73,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: unifuse-bench-softmax [--quick] [--json PATH] [--dtypes f32,f16,bf16]\n"
-            "                             [--sizes S1,S2,...] [--iters N]\n"
-            "  S < %d: x [B,H,S,S], B*H sized to the target bytes; S >= %d: x [rows,S]\n",
-            LONG_ROW, LONG_ROW);
+            "                             [--sizes S1,S2,...] [--iters N] [--long-rows N]\n"
+            "  S < %d: x [B,H,S,S], B*H sized to the target bytes; S >= %d: x [rows,S],\n"
+            "  rows sized to the target bytes but at most N (default %d)\n",
+            LONG_ROW, LONG_ROW, LONG_ROWS_DEFAULT);
 }
 
 static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
+    o->long_rows = LONG_ROWS_DEFAULT;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const int shared = bench_parse_option(argc, argv, &i, &o->common);
@@ -93,6 +97,10 @@ static int parse_options(int argc, char **argv, options *o)
             /* 2^40 keeps every byte count below in 64 bits. */
             o->nsizes = bench_parse_ints(v, o->sizes, MAX_SIZES, (int64_t)1 << 40);
             if (o->nsizes <= 0)
+                return 0;
+            ++i;
+        } else if (v && strcmp(a, "--long-rows") == 0) {
+            if (bench_parse_ints(v, &o->long_rows, 1, (int64_t)1 << 20) != 1)
                 return 0;
             ++i;
         } else {
@@ -191,13 +199,13 @@ static void set_dims(int *ndim, int64_t *shape, int n, const int64_t *extents)
 
 /* Picks the shape for one S: [B,H,S,S] about `target` bytes (at least one
  * S x S head), or [rows,S] with a few rows for very long rows. */
-static void pick_shape(tcase *c, int64_t s, size_t target)
+static void pick_shape(tcase *c, int64_t s, size_t target, int64_t long_rows)
 {
     uf_softmax_desc *d = &c->desc;
     const size_t es = c->es;
     if (s >= LONG_ROW) {
         int64_t rows = (int64_t)(target / ((size_t)s * es));
-        rows = rows < 1 ? 1 : rows > MAX_LONG_ROWS ? MAX_LONG_ROWS : rows;
+        rows = rows < 1 ? 1 : rows > long_rows ? long_rows : rows;
         set_dims(&d->ndim, d->shape, 2, (const int64_t[]){rows, s});
         set_dims(&d->mask_ndim, d->mask_shape, 2, (const int64_t[]){1, s});
         c->n = (size_t)(rows * s);
@@ -213,7 +221,8 @@ static void pick_shape(tcase *c, int64_t s, size_t target)
     c->mask_n = (size_t)(bb * s * s);
 }
 
-static void run_size(bench *b, bench_results *results, uf_dtype dt, int64_t s, size_t target)
+static void run_size(bench *b, bench_results *results, uf_dtype dt, int64_t s, size_t target,
+                     int64_t long_rows)
 {
     tcase *c = (tcase *)calloc(1, sizeof *c);
     if (!c) {
@@ -223,7 +232,7 @@ static void run_size(bench *b, bench_results *results, uf_dtype dt, int64_t s, s
     c->es = uf_dtype_size(dt);
     c->desc.dtype = dt;
     c->desc.scale = SCALE;
-    pick_shape(c, s, target);
+    pick_shape(c, s, target, long_rows);
 
     const double tensor = (double)(c->n * c->es), mask = (double)(c->mask_n * c->es);
     const double per_set = 3 * tensor + mask;
@@ -324,7 +333,7 @@ int main(int argc, char **argv)
            "ms", "GB/s", "%copy");
     for (int t = 0; t < o.common.ndtypes; ++t)
         for (int i = 0; i < nsizes; ++i)
-            run_size(&b, &results, o.common.dtypes[t], sizes[i], target);
+            run_size(&b, &results, o.common.dtypes[t], sizes[i], target, o.long_rows);
 
     return bench_finish(&b, &o.common, &info, now, &results, json_fields);
 }

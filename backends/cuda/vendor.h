@@ -25,7 +25,7 @@
  * add with acquire and release semantics, and a polling load with acquire
  * semantics, where a full fence on each side cost a round trip to L2 more
  * (sm_70 and later). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && !defined(UF_GROUP_GENERIC)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 static __device__ __forceinline__ unsigned uf_cuda_group_arrive(unsigned *p)
 {
     unsigned before;

@@ -227,6 +227,19 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
     }                                                                                              \
     UF_BLOCK_SUM(s)
 
+/* The same within each warp: every warp's lanes end with the warp's
+ * maximum and their sums relative to it (no barrier; the same bits in
+ * every lane). */
+#define UF_SOFTMAX_WARP_COMBINE(m, s, row_max)                                                     \
+    UF_THREADS (t) {                                                                               \
+        UF_X(row_max) = UF_X(m);                                                                   \
+    }                                                                                              \
+    UF_WARP_MAX(row_max, UF_WARP);                                                                 \
+    UF_THREADS (t) {                                                                               \
+        UF_X(s) *= UF_EXP_ACC(UF_X(m) - UF_MAX_REF(UF_X(row_max)));                                \
+    }                                                                                              \
+    UF_WARP_SUM(s, UF_WARP)
+
 /* Register paths whose rows span the block (group > UF_WARP), between
  * thread loops: every thread's maximum m and its sum s relative to it
  * become the block's maximum and its sum relative to that in one round
@@ -263,13 +276,8 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
         const int lane_ = t % UF_WARP, warps_ = UF_NTHREADS / UF_WARP;                             \
         UF_X(wm_) = lane_ < warps_ ? pairs_[2 * lane_] : (UF_ACC)-INFINITY;                        \
         UF_X(ws_) = lane_ < warps_ ? pairs_[2 * lane_ + 1] : (UF_ACC)0;                            \
-        UF_X(own) = UF_X(wm_);                                                                     \
     }                                                                                              \
-    UF_WARP_MAX(own, UF_WARP);                                                                     \
-    UF_THREADS (t) {                                                                               \
-        UF_X(ws_) *= UF_EXP_ACC(UF_X(wm_) - UF_MAX_REF(UF_X(own)));                                \
-    }                                                                                              \
-    UF_WARP_SUM(ws_, UF_WARP);                                                                     \
+    UF_SOFTMAX_WARP_COMBINE(wm_, ws_, own);                                                        \
     UF_THREADS (t) {                                                                               \
         const UF_ACC block_max_ = UF_X(own);                                                       \
         UF_X(own) = UF_EXP_ACC(UF_X(m) - UF_MAX_REF(block_max_));                                  \
@@ -303,13 +311,8 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
             UF_VNAME(uf_softmax_fold)                                                              \
             ((const UF_ACC *)(a).partial + 2 * ((b) / (a).nchunks) * (a).nchunks, (a).nchunks,     \
              t % UF_WARP, UF_WARP, &UF_X(part_max), &UF_X(part_sum));                              \
-            UF_X(row_max) = UF_X(part_max);                                                        \
         }                                                                                          \
-        UF_WARP_MAX(row_max, UF_WARP);                                                             \
-        UF_THREADS (t) {                                                                           \
-            UF_X(part_sum) *= UF_EXP_ACC(UF_X(part_max) - UF_MAX_REF(UF_X(row_max)));              \
-        }                                                                                          \
-        UF_WARP_SUM(part_sum, UF_WARP);                                                            \
+        UF_SOFTMAX_WARP_COMBINE(part_max, part_sum, row_max);                                      \
     } else {                                                                                       \
         UF_THREADS (t) {                                                                           \
             UF_VNAME(uf_softmax_fold)                                                              \
@@ -425,6 +428,7 @@ UF_KERNEL(UF_VNAME(uf_softmax_fwd_split_apply), uf_softmax_args, a)
 #undef UF_MAX_REF
 #undef UF_SOFTMAX_BY_KIND
 #undef UF_SOFTMAX_COMBINE
+#undef UF_SOFTMAX_WARP_COMBINE
 #undef UF_SOFTMAX_BLOCK_PAIRS
 #undef UF_SOFTMAX_PAIRS
 #undef UF_SOFTMAX_SPAN_EXCHANGE

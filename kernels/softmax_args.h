@@ -32,6 +32,30 @@ typedef enum uf_mask_kind {
  * share, as their register paths do. */
 #define UF_SOFTMAX_SPAN_BYTES(esize) ((esize) <= 2 ? UF_SOFTMAX_WIDE_BYTES : UF_SOFTMAX_REG_BYTES)
 
+/* Threads of a span block (src/softmax.c launches at most this many; the
+ * forward's shared shares below are sized for it). */
+#define UF_SOFTMAX_SPAN_THREADS 256
+
+/* The forward's span path with shared shares (uf_softmax_fwd_span_kept):
+ * at most UF_SOFTMAX_SPAN_SHARED shares of a thread's registers wait in
+ * shared memory (as logits, then exps) beside the share in its registers,
+ * 32 KiB a block on GPUs: a block then moves that many times the bytes per
+ * exchange with its row's other blocks, whose latency is fixed.
+ * src/softmax.c chooses how many (`shares`; with none it takes the plain
+ * span kernel). The kernel is compiled for UF_SOFTMAX_SPAN_BLOCKS blocks a
+ * multiprocessor. On the H200 (docs/results.md, 2026-12-04) fp32 rows of
+ * 65536 to 4 Mi keys gained 3 to 15 points of copy bandwidth with 2; 16-bit
+ * rows, whose share of registers is twice as long, lost 1 to 7 points with
+ * one shared share at 3 blocks a multiprocessor (at 4 they spill), so they
+ * take none, nor does fp64. None on CPUs, whose "registers" are memory
+ * already. */
+#ifndef UF_SOFTMAX_SPAN_SHARED
+#define UF_SOFTMAX_SPAN_SHARED(esize) (UF_THREAD_WORK > 1 || (esize) != 4 ? 0 : 2)
+#endif
+#ifndef UF_SOFTMAX_SPAN_BLOCKS
+#define UF_SOFTMAX_SPAN_BLOCKS(esize) 4
+#endif
+
 typedef struct uf_softmax_args {
     const void *x;  /* forward: input; backward: y */
     const void *x2; /* forward: mask (or NULL); backward: dy */
@@ -45,6 +69,7 @@ typedef struct uf_softmax_args {
     int group;       /* register path: threads per row (a power of two <= warp, or the block) */
     int64_t chunk;   /* split and span paths: keys per chunk (a multiple of the vector width) */
     int64_t nchunks; /* split and span paths: chunks per row */
+    int shares;      /* forward span path: shares of a thread's chunk in shared memory */
     void *partial;   /* split and span paths: per chunk (max, sum) or (dot, unused), compute type */
     unsigned *arrived; /* span paths: per row, the chunks whose partial is stored; zeroed */
     int row_dims;      /* mask broadcast: number of collapsed row dimensions */
@@ -68,6 +93,8 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1)                                                   \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)                                                 \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
+#define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
+    UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1) UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,6 +111,10 @@ UF_SOFTMAX_DECLARE_WIDE(f32, 4)
 UF_SOFTMAX_DECLARE_WIDE(f16, 8)
 UF_SOFTMAX_DECLARE_WIDE(bf16, 8)
 UF_SOFTMAX_DECLARE_WIDE(f64, 2)
+UF_SOFTMAX_DECLARE_KEPT(f32, 4)
+UF_SOFTMAX_DECLARE_KEPT(f16, 8)
+UF_SOFTMAX_DECLARE_KEPT(bf16, 8)
+UF_SOFTMAX_DECLARE_KEPT(f64, 2)
 #ifdef __cplusplus
 }
 #endif

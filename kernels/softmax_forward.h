@@ -331,32 +331,62 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of row per thread, and
  * UF_SOFTMAX_WIDE_BYTES (fewer threads per row, fewer reductions per
  * element; src/softmax.c takes it for 16-bit rows longer than a warp's
- * registers); then the span path with UF_SOFTMAX_SPAN_BYTES. */
+ * registers); then the span path with UF_SOFTMAX_SPAN_BYTES, without and
+ * with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
+#define UF_REG_SHARED 0
+#define UF_REG_BOUNDED 0
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg)
 #define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_write)
 #include "kernels/softmax_forward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
 #undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_wide)
 #define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_wide_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_wide_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_wide_write)
 #include "kernels/softmax_forward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
 #undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_span)
 #define UF_REG_LOGITS UF_VNAME(uf_softmax_span_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_span_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_span_write)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#undef UF_REG_SHARED
+#undef UF_REG_BOUNDED
+#define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED((int)sizeof(UF_T))
+#define UF_REG_BOUNDED 1
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_span_kept)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_span_kept_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_span_kept_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_span_kept_write)
 #include "kernels/softmax_forward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
 #undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
 #undef UF_REG_SPAN
+#undef UF_REG_SHARED
+#undef UF_REG_BOUNDED
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {

@@ -6,6 +6,12 @@
  * `nchunks` blocks (the span path): each block reduces its chunk, the
  * blocks of a row exchange their (max, sum) through `partial` while they
  * all hold their chunks, and each writes its chunk rescaled to the row's.
+ * A span block's chunk is a.shares + 1 shares of UF_REG_N elements a
+ * thread: the first a.shares (at most UF_REG_SHARED) wait in shared memory
+ * as logits, then as exps, while the last is in registers (none off the
+ * span path). UF_REG_BOUNDED 1 compiles the kernel for span blocks only
+ * (UF_SOFTMAX_SPAN_THREADS threads, UF_SOFTMAX_SPAN_BLOCKS a
+ * multiprocessor).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 
@@ -59,7 +65,65 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t s
         }
 }
 
+/* The thread's UF_REG_N logits of its row from key `first` on (see
+ * UF_REG_LOGITS); -inf past the last row, where it loads nothing: with y
+ * over x another block may be writing any row (ThreadSanitizer saw such a
+ * thread read row 0 while row 0's block wrote it). */
+UF_FN void UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t first, UF_ACC *v)
+{
+    if (row < a->rows) {
+        const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(a, row);
+        UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, &r, a->sk, a->group, lane, first, v)
+    } else {
+        UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) v[i] = (UF_ACC)-INFINITY;
+    }
+}
+
+/* Writes the thread's UF_REG_N values v (exps) times inv as y from key
+ * `first` on. */
+UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t first, UF_ACC inv,
+                        UF_ACC *v)
+{
+    const int group = a->group;
+    if (UF_VECTORISED_LOOPS) {
+        /* Converted to the stored type in one loop over the thread's
+         * values, then stored access by access: converted access by access,
+         * a 16-bit conversion stays scalar code (2-core machine, S = 2048:
+         * bf16 forward 16 -> 33% of copy). */
+        UF_T out[UF_REG_N];
+        for (int i = 0; i < UF_REG_N; ++i)
+            out[i] = UF_FROM_ACC(v[i] * inv);
+        for (int k = 0; k < UF_REG_NV; ++k) {
+            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+            if (j0 >= a->sk)
+                break;
+            UF_SOFTMAX_ACCESS(UF_STORE16, &y[j0], &out[k * UF_VEC]);
+        }
+    } else {
+        UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+        {
+            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+            if (j0 >= a->sk)
+                break;
+            UF_ACC *p = &v[k * UF_VEC];
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) p[e] *= inv;
+            UF_STOREV(y, j0, p);
+        }
+    }
+}
+
+/* a.shares (at most UF_REG_SHARED) shares of the thread's part of the
+ * chunk wait in `kept` before the one in registers (span path): share j at
+ * kept[(j * UF_REG_N + i) * threads + t], where a warp's accesses fall on
+ * distinct banks. */
+#define UF_REG_KEPT(j, i, t) (((j)*UF_REG_N + (i)) * UF_NTHREADS + (t))
+
+#if UF_REG_BOUNDED
+UF_KERNEL_RESIDENT(UF_REG_KERNEL, uf_softmax_args, a, UF_SOFTMAX_SPAN_THREADS,
+                   UF_SOFTMAX_SPAN_BLOCKS((int)sizeof(UF_T)))
+#else
 UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
+#endif
 {
     const int group = a.group;
     const int rows_per_block = UF_NTHREADS / group;
@@ -68,21 +132,26 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, own); /* UF_SOFTMAX_BLOCK_PAIRS */
+        UF_SHARED(UF_ACC, kept,
+                  UF_REG_SHARED ? UF_REG_SHARED * UF_REG_N * UF_SOFTMAX_SPAN_THREADS : 1);
         UF_THREADS (t) {
             int64_t first;
             const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
             const int lane = t % group;
-            if (row < a.rows) {
-                const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(&a, row);
-                UF_SOFTMAX_BY_KIND(a.mask_kind, UF_REG_LOGITS, &r, a.sk, group, lane, first,
-                                   UF_X(v))
-            } else {
-                /* Past the last row: no loads. With y over x another
-                 * block may be writing any row (ThreadSanitizer saw such a
-                 * thread read row 0 while row 0's block wrote it). */
-                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] = (UF_ACC)-INFINITY;
+            const int shares = UF_REG_SHARED ? a.shares : 0;
+            UF_ACC kept_max = (UF_ACC)-INFINITY;
+            for (int j = 0; j < shares; ++j) {
+                UF_REG_SHARE(&a, row, lane, first + (int64_t)j * group * UF_REG_N, UF_X(v));
+                UF_ACC share_max;
+                UF_THREAD_MAX(share_max, UF_X(v), UF_REG_N);
+                kept_max = share_max > kept_max ? share_max : kept_max;
+                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) kept[UF_REG_KEPT(j, i, t)] =
+                    UF_X(v)[i];
             }
+            UF_REG_SHARE(&a, row, lane, first + (int64_t)shares * group * UF_REG_N, UF_X(v));
             UF_THREAD_MAX(UF_X(m), UF_X(v), UF_REG_N);
+            if (shares && kept_max > UF_X(m))
+                UF_X(m) = kept_max;
         }
         /* A row of a warp or less (and a 16-bit row) reduces its maximum
          * first and takes its exps against it; a longer row takes each
@@ -96,6 +165,13 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const UF_ACC ref = UF_MAX_REF(UF_X(m));
             UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] = UF_EXP_ACC(UF_X(v)[i] - ref);
             UF_THREAD_SUM(UF_X(s), UF_X(v), UF_REG_N);
+            for (int j = 0; j < (UF_REG_SHARED ? a.shares : 0); ++j)
+                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i)
+                {
+                    const UF_ACC e = UF_EXP_ACC(kept[UF_REG_KEPT(j, i, t)] - ref);
+                    kept[UF_REG_KEPT(j, i, t)] = e;
+                    UF_X(s) += e;
+                }
         }
         if (group <= UF_WARP) {
             UF_WARP_SUM(s, group);
@@ -116,34 +192,18 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const UF_ACC inv = (group <= UF_WARP || !UF_SOFTMAX_PAIRS ? (UF_ACC)1 : UF_X(own)) *
                                UF_VNAME(uf_softmax_inverse)(UF_X(m), UF_X(s));
             UF_T *y = (UF_T *)a.out + row * a.sk;
-            if (UF_VECTORISED_LOOPS) {
-                /* Converted to the stored type in one loop over the
-                 * thread's values, then stored access by access: converted
-                 * access by access, a 16-bit conversion stays scalar code
-                 * (2-core machine, S = 2048: bf16 forward 16 -> 33% of
-                 * copy). */
-                UF_T out[UF_REG_N];
-                for (int i = 0; i < UF_REG_N; ++i)
-                    out[i] = UF_FROM_ACC(UF_X(v)[i] * inv);
-                for (int k = 0; k < UF_REG_NV; ++k) {
-                    const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-                    if (j0 >= a.sk)
-                        break;
-                    UF_SOFTMAX_ACCESS(UF_STORE16, &y[j0], &out[k * UF_VEC]);
-                }
-            } else {
-                UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
-                {
-                    const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-                    if (j0 >= a.sk)
-                        break;
-                    UF_ACC *p = &UF_X(v)[k * UF_VEC];
-                    UF_UNROLL for (int e = 0; e < UF_VEC; ++e) p[e] *= inv;
-                    UF_STOREV(y, j0, p);
-                }
+            /* The share in registers first: its registers then take the
+             * kept shares in turn. */
+            const int shares = UF_REG_SHARED ? a.shares : 0;
+            UF_REG_WRITE(&a, y, lane, first + (int64_t)shares * group * UF_REG_N, inv, UF_X(v));
+            for (int j = 0; j < shares; ++j) {
+                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] =
+                    kept[UF_REG_KEPT(j, i, t)];
+                UF_REG_WRITE(&a, y, lane, first + (int64_t)j * group * UF_REG_N, inv, UF_X(v));
             }
         }
     }
 }
 
+#undef UF_REG_KEPT
 #undef UF_REG_NV

@@ -14,18 +14,22 @@ enum {
     PATH_REG,
     PATH_REG_WIDE,
     PATH_SPAN,
+    PATH_SPAN_KEPT,
     PATH_STREAM,
     PATH_SPLIT_STATS,
     PATH_SPLIT_APPLY,
     NPATHS
 };
 
-/* Indexed [backward][dtype - 1][vectorised][path]. */
+/* Indexed [backward][dtype - 1][vectorised][path]; the backward has no
+ * span kernel with shared shares (launch_span never asks for it). */
+#define UF_SM_KEPT_fwd(dt, vec) uf_softmax_fwd_span_kept_##dt##_v##vec##_launch
+#define UF_SM_KEPT_bwd(dt, vec) uf_softmax_bwd_span_##dt##_v##vec##_launch
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
         uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
             uf_softmax_##pass##_reg_wide_##dt##_v##vec##_launch,                                   \
-            uf_softmax_##pass##_span_##dt##_v##vec##_launch,                                       \
+            uf_softmax_##pass##_span_##dt##_v##vec##_launch, UF_SM_KEPT_##pass(dt, vec),           \
             uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
             uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
@@ -51,15 +55,6 @@ static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
 #endif
 /* Accesses per thread in one chunk of the split path. */
 #define UF_SPLIT_ACCESSES 4
-/* Threads of a span path block (at most the device's largest block). The
- * blocks of a row wait for each other between their loads and their
- * stores; the more blocks a multiprocessor holds, the more of them are
- * loading or storing while others wait: on the H200 256 threads (four
- * blocks a multiprocessor) measured best, fp32 rows of 1 Mi keys forward
- * 46% of copy bandwidth against 40% with 512 and 27% with 1024. */
-#ifndef UF_SPAN_THREADS
-#define UF_SPAN_THREADS 256
-#endif
 
 static int is_softmax_dtype(uf_dtype d)
 {
@@ -196,16 +191,15 @@ static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args 
     return st != UF_OK ? st : freed;
 }
 
-/* Runs the span path: a row's chunks held by nchunks blocks that run at
- * once and exchange partial statistics through scratch (per chunk two
- * compute values, then per row a counter, zeroed). UF_ERR_LAUNCH without
- * launching when the device cannot hold nchunks blocks at once. */
-static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
-                             int max_threads, int esize, int acc_size)
+/* One launch of the span path with `shares` shared shares (forward):
+ * scratch per chunk two compute values, then per row a counter, zeroed.
+ * UF_ERR_LAUNCH without launching when the device cannot hold nchunks
+ * blocks at once. */
+static uf_status launch_span_once(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
+                                  int shares, int64_t per_share, int acc_size)
 {
-    l.threads = UF_SPAN_THREADS < max_threads ? UF_SPAN_THREADS : max_threads;
-    a->group = l.threads;
-    a->chunk = (int64_t)l.threads * (UF_SOFTMAX_SPAN_BYTES(esize) / acc_size);
+    a->shares = shares;
+    a->chunk = per_share * (shares + 1);
     a->nchunks = (a->sk + a->chunk - 1) / a->chunk;
     l.blocks = a->rows * a->nchunks;
     l.group_blocks = a->nchunks;
@@ -224,9 +218,44 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
     a->arrived = (unsigned *)((char *)a->partial + partial_bytes);
     st = ufb_memset(a->arrived, 0, count_bytes, l.stream);
     if (st == UF_OK)
-        st = paths[PATH_SPAN](&l, a);
+        st = paths[shares ? PATH_SPAN_KEPT : PATH_SPAN](&l, a);
     const uf_status freed = ufb_free_async(a->partial, l.stream);
     return st != UF_OK ? st : freed;
+}
+
+/* Runs the span path: a row's chunks held by nchunks blocks that run at
+ * once and exchange partial statistics through scratch. UF_ERR_LAUNCH
+ * without launching when the device cannot hold a row's blocks at once.
+ *
+ * Blocks of UF_SOFTMAX_SPAN_THREADS (at most the device's largest block).
+ * The blocks of a row wait for each other between their loads and their
+ * stores; the more blocks a multiprocessor holds, the more of them are
+ * loading or storing while others wait: on the H200 256 threads (four
+ * blocks a multiprocessor) measured best, fp32 rows of 1 Mi keys forward
+ * 46% of copy bandwidth against 40% with 512 and 27% with 1024.
+ *
+ * The forward's chunks take the most shared shares that still leave at
+ * least as many blocks as the device holds by threads (longer chunks,
+ * fewer exchanges per byte; fewer blocks than that leave multiprocessors
+ * idle), and more where a row's blocks would not fit the device at once. */
+static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
+                             int backward, const uf_device_limits *lim, int max_threads, int esize,
+                             int acc_size)
+{
+    l.threads = UF_SOFTMAX_SPAN_THREADS < max_threads ? UF_SOFTMAX_SPAN_THREADS : max_threads;
+    a->group = l.threads;
+    const int64_t per_share = (int64_t)l.threads * (UF_SOFTMAX_SPAN_BYTES(esize) / acc_size);
+    const int most = backward ? 0 : UF_SOFTMAX_SPAN_SHARED(esize);
+    const int64_t slots = (int64_t)lim->multiprocessors * (lim->max_threads_per_mp / l.threads);
+    int shares = most;
+    while (shares > 0 &&
+           a->rows * ((a->sk + per_share * (shares + 1) - 1) / (per_share * (shares + 1))) < slots)
+        --shares;
+    for (;; ++shares) {
+        const uf_status st = launch_span_once(paths, a, l, shares, per_share, acc_size);
+        if (st != UF_ERR_LAUNCH || shares >= most)
+            return st;
+    }
 }
 
 /* Chooses the path and launch shape from the row length and the device,
@@ -291,7 +320,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     }
     /* Longer rows stay in registers too, spread over blocks that run at
      * once, where the device holds enough of them. */
-    st = launch_span(paths, a, l, max_threads, esize, acc_size);
+    st = launch_span(paths, a, l, backward, &lim, max_threads, esize, acc_size);
     if (st != UF_ERR_LAUNCH)
         return st;
     l.threads = max_threads;

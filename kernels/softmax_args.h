@@ -52,6 +52,14 @@ typedef enum uf_mask_kind {
 #ifndef UF_SOFTMAX_SPAN_SHARED
 #define UF_SOFTMAX_SPAN_SHARED(esize) (UF_THREAD_WORK > 1 || (esize) != 4 ? 0 : 2)
 #endif
+/* The same for the backward (uf_softmax_bwd_span_kept), whose shares keep
+ * y and dy as held (32 KiB a block), by element size and whether the
+ * kernel is the vectorised one (the scalar 16-bit kernel holds values
+ * converted, twice the bytes). */
+#ifndef UF_SOFTMAX_SPAN_SHARED_BWD
+#define UF_SOFTMAX_SPAN_SHARED_BWD(esize, vectorised)                                              \
+    (UF_THREAD_WORK > 1 ? 0 : (esize) == 4 || ((esize) == 2 && (vectorised)))
+#endif
 #ifndef UF_SOFTMAX_SPAN_BLOCKS
 #define UF_SOFTMAX_SPAN_BLOCKS(esize) 4
 #endif
@@ -69,7 +77,7 @@ typedef struct uf_softmax_args {
     int group;       /* register path: threads per row (a power of two <= warp, or the block) */
     int64_t chunk;   /* split and span paths: keys per chunk (a multiple of the vector width) */
     int64_t nchunks; /* split and span paths: chunks per row */
-    int shares;      /* forward span path: shares of a thread's chunk in shared memory */
+    int shares;      /* span paths: shares of a thread's chunk in shared memory */
     void *partial;   /* split and span paths: per chunk (max, sum) or (dot, unused), compute type */
     unsigned *arrived; /* span paths: per row, the chunks whose partial is stored; zeroed */
     int row_dims;      /* mask broadcast: number of collapsed row dimensions */
@@ -94,7 +102,9 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)                                                 \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
-    UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1) UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)
+    UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
+    UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {

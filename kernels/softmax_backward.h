@@ -59,26 +59,54 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
  * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
  * it for 16-bit rows longer than a warp's registers); then the span path
- * (rows longer than a block's registers) with UF_SOFTMAX_SPAN_BYTES. */
+ * (rows longer than a block's registers) with UF_SOFTMAX_SPAN_BYTES,
+ * without and with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
+#define UF_REG_SHARED 0
+#define UF_REG_BOUNDED 0
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_write)
 #include "kernels/softmax_backward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_wide)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_wide_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_wide_write)
 #include "kernels/softmax_backward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_span_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_span_write)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
+#undef UF_REG_SHARED
+#undef UF_REG_BOUNDED
+#define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED_BWD((int)sizeof(UF_T), UF_VEC > 1)
+#define UF_REG_BOUNDED 1
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span_kept)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_span_kept_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_span_kept_write)
 #include "kernels/softmax_backward_reg.h"
 #undef UF_REG_N
 #undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
 #undef UF_REG_SPAN
+#undef UF_REG_SHARED
+#undef UF_REG_BOUNDED
 #undef UF_SOFTMAX_SPAN_DOT
 
 /* One thread's share of sum(y * dy) over keys [begin, end). */

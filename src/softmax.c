@@ -21,15 +21,13 @@ enum {
     NPATHS
 };
 
-/* Indexed [backward][dtype - 1][vectorised][path]; the backward has no
- * span kernel with shared shares (launch_span never asks for it). */
-#define UF_SM_KEPT_fwd(dt, vec) uf_softmax_fwd_span_kept_##dt##_v##vec##_launch
-#define UF_SM_KEPT_bwd(dt, vec) uf_softmax_bwd_span_##dt##_v##vec##_launch
+/* Indexed [backward][dtype - 1][vectorised][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
         uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
             uf_softmax_##pass##_reg_wide_##dt##_v##vec##_launch,                                   \
-            uf_softmax_##pass##_span_##dt##_v##vec##_launch, UF_SM_KEPT_##pass(dt, vec),           \
+            uf_softmax_##pass##_span_##dt##_v##vec##_launch,                                       \
+            uf_softmax_##pass##_span_kept_##dt##_v##vec##_launch,                                  \
             uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
             uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
@@ -234,18 +232,19 @@ static uf_status launch_span_once(const uf_softmax_launcher *paths, uf_softmax_a
  * blocks a multiprocessor) measured best, fp32 rows of 1 Mi keys forward
  * 46% of copy bandwidth against 40% with 512 and 27% with 1024.
  *
- * The forward's chunks take the most shared shares that still leave at
+ * Chunks take the most shared shares that still leave at
  * least as many blocks as the device holds by threads (longer chunks,
  * fewer exchanges per byte; fewer blocks than that leave multiprocessors
  * idle), and more where a row's blocks would not fit the device at once. */
 static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
-                             int backward, const uf_device_limits *lim, int max_threads, int esize,
-                             int acc_size)
+                             int backward, int vec, const uf_device_limits *lim, int max_threads,
+                             int esize, int acc_size)
 {
     l.threads = UF_SOFTMAX_SPAN_THREADS < max_threads ? UF_SOFTMAX_SPAN_THREADS : max_threads;
     a->group = l.threads;
     const int64_t per_share = (int64_t)l.threads * (UF_SOFTMAX_SPAN_BYTES(esize) / acc_size);
-    const int most = backward ? 0 : UF_SOFTMAX_SPAN_SHARED(esize);
+    const int most =
+        backward ? UF_SOFTMAX_SPAN_SHARED_BWD(esize, vec) : UF_SOFTMAX_SPAN_SHARED(esize);
     const int64_t slots = (int64_t)lim->multiprocessors * (lim->max_threads_per_mp / l.threads);
     int shares = most;
     while (shares > 0 &&
@@ -320,7 +319,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     }
     /* Longer rows stay in registers too, spread over blocks that run at
      * once, where the device holds enough of them. */
-    st = launch_span(paths, a, l, backward, &lim, max_threads, esize, acc_size);
+    st = launch_span(paths, a, l, backward, vec, &lim, max_threads, esize, acc_size);
     if (st != UF_ERR_LAUNCH)
         return st;
     l.threads = max_threads;

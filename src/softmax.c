@@ -232,10 +232,10 @@ static uf_status launch_span_once(const uf_softmax_launcher *paths, uf_softmax_a
  * blocks a multiprocessor) measured best, fp32 rows of 1 Mi keys forward
  * 46% of copy bandwidth against 40% with 512 and 27% with 1024.
  *
- * Chunks take the most shared shares that still leave at
- * least as many blocks as the device holds by threads (longer chunks,
- * fewer exchanges per byte; fewer blocks than that leave multiprocessors
- * idle), and more where a row's blocks would not fit the device at once. */
+ * Chunks take the most shared shares that still leave at least as many
+ * blocks as the device holds by threads (longer chunks, fewer exchanges
+ * per byte; fewer blocks than that leave multiprocessors idle), and others
+ * where a row's blocks would not fit the device at once with those. */
 static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
                              int backward, int vec, const uf_device_limits *lim, int max_threads,
                              int esize, int acc_size)
@@ -250,9 +250,17 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
     while (shares > 0 &&
            a->rows * ((a->sk + per_share * (shares + 1) - 1) / (per_share * (shares + 1))) < slots)
         --shares;
-    for (;; ++shares) {
+    /* Then more shares, then fewer (a kept kernel's shared memory may
+     * leave fewer of its blocks resident than the plain kernel's). */
+    const int chosen = shares;
+    for (;;) {
         const uf_status st = launch_span_once(paths, a, l, shares, per_share, acc_size);
-        if (st != UF_ERR_LAUNCH || shares >= most)
+        if (st != UF_ERR_LAUNCH)
+            return st;
+        shares = shares >= chosen && shares < most ? shares + 1
+                 : shares > chosen                 ? chosen - 1
+                                                   : shares - 1;
+        if (shares < 0)
             return st;
     }
 }

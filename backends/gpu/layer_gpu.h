@@ -321,24 +321,53 @@ UF_GPU_DEFINE_BLOCK(uf_block_sum, uf_warp_sum, double, 0.0)
 UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, float, -INFINITY)
 UF_GPU_DEFINE_BLOCK(uf_block_max, uf_warp_max, double, -INFINITY)
 
+/* Three warp sums in one butterfly: at the first step a lane keeps two of
+ * the four values (a, b, c and a zero) and sends its partner the other
+ * two, at the second one of its two, then reduces that one alone. Lane l
+ * ends with the sum of value q = 2 * (l has bit UF_WARP / 2) + (l has bit
+ * UF_WARP / 4), 3 meaning the zero: 6 shuffles instead of 15 on a warp of
+ * 32, and each sum pairs the same lanes in the same order as uf_warp_sum,
+ * so it rounds alike. */
+#define UF_GPU_DEFINE_WARP_SUM3(T)                                                                 \
+    UF_FN T uf_warp_sum3_split(T a, T b, T c, int lane)                                            \
+    {                                                                                              \
+        const int hi = lane & (UF_WARP / 2), mid = lane & (UF_WARP / 4);                           \
+        T k0 = hi ? c : a, k1 = hi ? (T)0 : b;                                                     \
+        const T s0 = hi ? a : c, s1 = hi ? b : (T)0;                                               \
+        k0 += UF_SHFL_XOR(s0, UF_WARP / 2);                                                        \
+        k1 += UF_SHFL_XOR(s1, UF_WARP / 2);                                                        \
+        T v = mid ? k1 : k0;                                                                       \
+        v += UF_SHFL_XOR(mid ? k0 : k1, UF_WARP / 4);                                              \
+        for (int off = UF_WARP / 8; off > 0; off /= 2)                                             \
+            v += UF_SHFL_XOR(v, off);                                                              \
+        return v;                                                                                  \
+    }
+UF_GPU_DEFINE_WARP_SUM3(float)
+UF_GPU_DEFINE_WARP_SUM3(double)
+
 /* Three block sums behind one pair of barriers: each value rounds as
- * uf_block_sum would round it alone. */
+ * uf_block_sum would round it alone. Both rounds use the split butterfly;
+ * the second ends with each lane fetching the three sums from the lanes
+ * that hold them (an xor shuffle whose mask differs by lane). */
 #define UF_GPU_DEFINE_BLOCK_SUM3(T)                                                                \
     UF_FN void uf_block_sum3(T *a, T *b, T *c)                                                     \
     {                                                                                              \
         __shared__ T published[3][UF_MAX_THREADS / 32];                                            \
         const int lane = (int)threadIdx.x % UF_WARP, warp = (int)threadIdx.x / UF_WARP;            \
         const int nwarps = (int)blockDim.x / UF_WARP;                                              \
-        T *v[3] = {a, b, c};                                                                       \
+        const int q = (lane & (UF_WARP / 2) ? 2 : 0) + (lane & (UF_WARP / 4) ? 1 : 0);             \
         __syncthreads();                                                                           \
-        for (int i = 0; i < 3; ++i) {                                                              \
-            const T w = uf_warp_sum(*v[i], UF_WARP);                                               \
-            if (lane == 0)                                                                         \
-                published[i][warp] = w;                                                            \
-        }                                                                                          \
+        const T w = uf_warp_sum3_split(*a, *b, *c, lane);                                          \
+        if (lane % (UF_WARP / 4) == 0 && q < 3)                                                    \
+            published[q][warp] = w;                                                                \
         __syncthreads();                                                                           \
-        for (int i = 0; i < 3; ++i)                                                                \
-            *v[i] = uf_warp_sum(lane < nwarps ? published[i][lane] : (T)0, UF_WARP);               \
+        const int in = lane < nwarps;                                                              \
+        const T v =                                                                                \
+            uf_warp_sum3_split(in ? published[0][lane] : (T)0, in ? published[1][lane] : (T)0,     \
+                               in ? published[2][lane] : (T)0, lane);                              \
+        *a = UF_SHFL_XOR(v, (q ^ 0) * (UF_WARP / 4));                                              \
+        *b = UF_SHFL_XOR(v, (q ^ 1) * (UF_WARP / 4));                                              \
+        *c = UF_SHFL_XOR(v, (q ^ 2) * (UF_WARP / 4));                                              \
     }
 UF_GPU_DEFINE_BLOCK_SUM3(float)
 UF_GPU_DEFINE_BLOCK_SUM3(double)

@@ -345,7 +345,8 @@ UF_FN void UF_VNAME(uf_norm_bwd_sums)(int layer, const UF_ACC *hc, const UF_ACC 
 /* A row's terms of dx, from its reduced sums. */
 typedef struct UF_VNAME(uf_norm_grad_row) {
     UF_ACC mean, rstd;
-    UF_ACC delta; /* the true mean minus the stored one */
+    UF_ACC delta;     /* the true mean minus the stored one */
+    UF_ACC delta_hat; /* delta * rstd */
     UF_ACC mean_g, mean_ghat;
 } UF_VNAME(uf_norm_grad_row);
 
@@ -358,11 +359,12 @@ UF_FN UF_VNAME(uf_norm_grad_row)
                                   UF_ACC s_g, UF_ACC s_gh)
 {
     const int layer = a->kind == UF_NORM_LAYER;
-    const UF_ACC inv_n = (UF_ACC)1 / (UF_ACC)a->cols;
+    const UF_ACC inv_n = (UF_ACC)a->inv_cols;
     UF_VNAME(uf_norm_grad_row) r;
     r.mean = mean;
     r.rstd = rstd;
     r.delta = layer ? s_h * inv_n : (UF_ACC)0;
+    r.delta_hat = r.delta * rstd;
     r.mean_g = layer ? s_g * inv_n : (UF_ACC)0;
     /* mean(g * hhat) with hhat = (hc - delta) * rstd */
     r.mean_ghat = r.rstd * (s_gh - r.delta * s_g) * inv_n;
@@ -376,7 +378,8 @@ UF_FN void UF_VNAME(uf_norm_bwd_dx_of)(int extra, const UF_VNAME(uf_norm_grad_ro
 {
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
     {
-        hhat[e] = (hhat[e] - r->delta) * r->rstd;
+        /* (hc - delta) * rstd, one multiply-add on GPUs */
+        hhat[e] = hhat[e] * r->rstd - r->delta_hat;
         const UF_ACC v = r->rstd * (g[e] - r->mean_g - hhat[e] * r->mean_ghat);
         dx[e] = extra ? v + dx[e] : v;
     }

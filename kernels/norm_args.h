@@ -42,7 +42,8 @@ typedef struct uf_norm_args {
     void *shift;   /* backward: per row, mean correction for the column pass */
     void *partial; /* backward: column sums, see column_sums_args.h */
     int64_t rows, cols;
-    int kind; /* uf_norm_kind */
+    double inv_cols; /* 1 / cols: the backward's row terms, without a division a row */
+    int kind;        /* uf_norm_kind */
     int has_weight, has_bias;
     double eps;
     int group; /* threads per row */

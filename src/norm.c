@@ -68,6 +68,7 @@ static uf_status check_desc(const uf_norm_desc *d, uf_norm_args *a, sizes *z)
         st = uf_byte_count(d->rows, d->dtype == UF_F64 ? 8 : 4, &z->stats);
     a->rows = d->rows;
     a->cols = d->cols;
+    a->inv_cols = d->cols > 0 ? 1.0 / (double)d->cols : 0.0;
     a->kind = d->kind;
     a->has_weight = d->has_weight != 0;
     a->has_bias = d->has_bias != 0;
@@ -152,13 +153,15 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
 }
 
 /* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS
- * threads' `per_thread` units (*fused = 0 when the row is longer): rows of
+ * threads' `per_thread` units, or a warp's where `warp_rows` (*fused = 0
+ * when the row is longer): rows of
  * up to a warp go UF_COLSUM_THREADS threads to a block, several rows at a
  * time; a longer row has a block of its own, as many threads as it needs.
  * The rows are cut into about as many chunks as the device holds blocks at
  * once (a chunk's column sums are written once, then added by
  * uf_colsum_reduce). */
-static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int per_thread, int *fused)
+static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int per_thread, int warp_rows,
+                            int *fused)
 {
     uf_device_limits lim;
     const uf_status st = ufb_device_limits(&lim);
@@ -171,7 +174,8 @@ static uf_status plan_fused(uf_norm_args *a, uf_launch *l, int per_thread, int *
     while (group < wanted)
         group *= 2;
     const int threads = group > lim.warp_size ? group : UF_COLSUM_THREADS;
-    if (group > UF_NORM_FUSED_THREADS || threads > lim.max_threads_per_block)
+    if (group > UF_NORM_FUSED_THREADS || threads > lim.max_threads_per_block ||
+        (warp_rows && group > lim.warp_size))
         return UF_OK;
     const int64_t slots = threads / group;
     const int64_t per_mp = UF_NORM_FUSED_THREADS / threads;
@@ -215,18 +219,28 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
     uf_status st = UF_OK;
     const size_t es = uf_dtype_size(desc->dtype);
     if (a->whole && es <= UF_NORM_BWD_HELD_BYTES) {
-        /* 2 units per thread where the row fits a block so; else 4, but
-         * only for 16-bit rows (fp32's 4 held units spill, and the fused
-         * kernel was as fast there on the H200). */
-        st = plan_fused(a, &l, 2, &fused);
-        pass = PASS_BWD_HELD2;
-        if (st == UF_OK && !fused && es <= 2) {
-            st = plan_fused(a, &l, 4, &fused);
+        /* 16-bit rows that a warp holds at 4 units per thread: a warp
+         * per row, whose sums need no barrier (H200, [rows, 768] and
+         * [rows, 1024]: 44-47 -> 53-60% of copy, against 2 units and a
+         * block of 64 or 128 threads a row). Else 2 units per thread where
+         * the row fits a block so; else 4, but only for 16-bit rows (fp32's
+         * 4 held units spill, and the fused kernel was as fast there). */
+        const int quads = es <= 2;
+        if (quads) {
+            st = plan_fused(a, &l, 4, 1, &fused);
+            pass = PASS_BWD_HELD4;
+        }
+        if (st == UF_OK && !fused) {
+            st = plan_fused(a, &l, 2, 0, &fused);
+            pass = PASS_BWD_HELD2;
+        }
+        if (st == UF_OK && !fused && quads) {
+            st = plan_fused(a, &l, 4, 0, &fused);
             pass = PASS_BWD_HELD4;
         }
     }
     if (st == UF_OK && !fused) {
-        st = plan_fused(a, &l, UF_NORM_UNITS, &fused);
+        st = plan_fused(a, &l, UF_NORM_UNITS, 0, &fused);
         pass = PASS_BWD_FUSED;
     }
     if (st != UF_OK || fused)

@@ -238,6 +238,29 @@ static void shapes_and_options(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Enough rows that blocks of the fused backward add several into their
+ * column sums (on the H200 too, whose grid holds hundreds of blocks), at
+ * the 16-bit row lengths of its held kernels: a warp a row, 8 rows a block
+ * (1024 values), a block a row (2048, 4096). */
+static void many_rows_a_block(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t shapes[][2] = {{2200, 1024}, {900, 2048}, {900, 4096}};
+    static const uf_dtype narrow[] = {UF_F16, UF_BF16};
+    size_t bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+        for (size_t d = 0; d < 2; ++d) {
+            norm_case c = {
+                {UF_NORM_LAYER, narrow[d], shapes[s][0], shapes[s][1], 1e-5, 1, 1, 0}, 0, 0, 0};
+            char what[96];
+            snprintf(what, sizeof what, "layer [%lld, %lld]", (long long)shapes[s][0],
+                     (long long)shapes[s][1]);
+            bad += check(&c, what);
+        }
+    assert_int_equal(bad, 0);
+}
+
 /* Rows of one value (variance 0) and rows around 1e4 with unit spread. */
 static void constant_rows_and_large_offset(void **state)
 {
@@ -526,6 +549,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shapes_and_options),
+        cmocka_unit_test(many_rows_a_block),
         cmocka_unit_test(constant_rows_and_large_offset),
         cmocka_unit_test(deterministic_column_sums),
         cmocka_unit_test(forward_in_place),

@@ -10,7 +10,8 @@
  * LayerNorm's three row sums share one pair of barriers. A unit past the
  * row's end is read as in uf_norm_fwd_held and left unused. Fewer units per
  * thread mean more threads per row and fewer registers for the column sums;
- * src/norm.c takes 2 where the row fits UF_NORM_FUSED_THREADS threads so
+ * src/norm.c takes 4 for 16-bit rows that a warp holds so (a warp a row,
+ * no barrier), else 2 where the row fits UF_NORM_FUSED_THREADS threads so
  * (faster on the H200: f16 [16384, 4096] 40 -> 52% of copy), else 4 for
  * 16-bit rows (fp32 rows that long take uf_norm_bwd_fused: 4 held fp32
  * units spill).

@@ -154,9 +154,9 @@ static uf_status queue_forward(const uf_norm_desc *desc, uf_norm_args *a, uf_str
 
 /* The fused backward's shape, for rows of at most UF_NORM_FUSED_THREADS
  * threads' `per_thread` units, or a warp's where `warp_rows` (*fused = 0
- * when the row is longer): rows of
- * up to a warp go UF_COLSUM_THREADS threads to a block, several rows at a
- * time; a longer row has a block of its own, as many threads as it needs.
+ * when the row is longer): rows of up to a warp go UF_COLSUM_THREADS
+ * threads to a block, several rows at a time; a longer row has a block of
+ * its own, as many threads as it needs.
  * The rows are cut into about as many chunks as the device holds blocks at
  * once (a chunk's column sums are written once, then added by
  * uf_colsum_reduce). */
@@ -221,7 +221,7 @@ static uf_status queue_backward(const uf_norm_desc *desc, uf_norm_args *a, void 
     if (a->whole && es <= UF_NORM_BWD_HELD_BYTES) {
         /* 16-bit rows that a warp holds at 4 units per thread: a warp
          * per row, whose sums need no barrier (H200, [rows, 768] and
-         * [rows, 1024]: 44-47 -> 53-60% of copy, against 2 units and a
+         * [rows, 1024]: 44-47 -> 52-60% of copy, against 2 units and a
          * block of 64 or 128 threads a row). Else 2 units per thread where
          * the row fits a block so; else 4, but only for 16-bit rows (fp32's
          * 4 held units spill, and the fused kernel was as fast there). */

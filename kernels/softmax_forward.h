@@ -81,6 +81,14 @@ UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kin
     UF_VNAME(uf_softmax_hold_mask)(r, kind, j, h);
 }
 
+/* -inf for the keys z from j0 that the causal rule hides (past last_key). */
+UF_FN void UF_VNAME(uf_softmax_hide_keys)(const UF_VNAME(uf_softmax_row) * r, int64_t j0, UF_ACC *z)
+{
+    const int64_t visible = r->last_key - j0; /* z[e] is visible while e <= visible */
+    if (visible < UF_VEC - 1)
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = e > visible ? (UF_ACC)-INFINITY : z[e];
+}
+
 /* Turns the keys z = x from j0 into logits x * scale + mask (the mask as
  * held in h), -inf where hidden. */
 UF_FN void UF_VNAME(uf_softmax_mask_keys)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j0,
@@ -96,9 +104,7 @@ UF_FN void UF_VNAME(uf_softmax_mask_keys)(const UF_VNAME(uf_softmax_row) * r, in
     } else if (kind == UF_MASK_BOOL) {
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = h->mb[e] ? (UF_ACC)-INFINITY : z[e];
     }
-    const int64_t visible = r->last_key - j0; /* z[e] is visible while e <= visible */
-    if (visible < UF_VEC - 1)
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) z[e] = e > visible ? (UF_ACC)-INFINITY : z[e];
+    UF_VNAME(uf_softmax_hide_keys)(r, j0, z);
 }
 
 /* Logits of the held keys from j0. */

@@ -33,6 +33,22 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t s
         }
         for (int i = 0; i < UF_REG_N; ++i)
             v[i] = UF_TO_ACC(x[i]);
+        if (kind == UF_MASK_ADD_SAME) {
+            /* The mask of x's type the same way: converted access by
+             * access, a 16-bit mask kept the loop scalar. */
+            const UF_T *mask = (const UF_T *)r->mask;
+            for (int k = 0; k < UF_REG_NV; ++k) {
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+                UF_LOAD16(&x[k * UF_VEC], &mask[j0 < sk ? j0 : 0]);
+            }
+            for (int i = 0; i < UF_REG_N; ++i)
+                v[i] = v[i] * r->scale + UF_TO_ACC(x[i]);
+            for (int k = 0; k < UF_REG_NV; ++k) {
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+                UF_VNAME(uf_softmax_hide_keys)(r, j0, &v[k * UF_VEC]);
+            }
+            return;
+        }
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_VNAME(uf_softmax_held) h;

@@ -48,6 +48,7 @@ typedef struct result {
     uf_dtype dtype;
     int ndim, sets;
     int64_t shape[4];
+    double visible; /* share of x's keys the causal rule shows (1 without it) */
 } result;
 
 /* One shape and dtype: `nsets` rotated sets of x, y, dx and mask. */
@@ -180,6 +181,19 @@ static void shape_str(char *buf, size_t len, const int64_t *shape, int ndim)
         snprintf(buf + k, len - k, "]");
 }
 
+/* The share of x's keys that the causal rule leaves visible, for a
+ * [..., sq, sk] tensor: query i sees keys 0 .. i + sk - sq. */
+static double visible_share(const int64_t *shape, int ndim)
+{
+    const int64_t sk = shape[ndim - 1], sq = ndim >= 2 ? shape[ndim - 2] : 1;
+    double seen = 0;
+    for (int64_t i = 0; i < sq; ++i) {
+        const int64_t n = i + sk - sq + 1;
+        seen += (double)(n < 0 ? 0 : n > sk ? sk : n);
+    }
+    return seen / ((double)sq * (double)sk);
+}
+
 /* Prints the table row and keeps the record for the JSON file. */
 static void add_result(const bench *b, bench_results *results, const result *r)
 {
@@ -253,12 +267,16 @@ static void run_size(bench *b, bench_results *results, uf_dtype dt, int64_t s, s
         c->desc.causal = m == MODE_CAUSAL;
         c->desc.mask_dtype = m == MODE_MASK ? dt : UF_DTYPE_NONE;
         for (enum op op = OP_FORWARD; op <= OP_BACKWARD; ++op) {
-            /* Every element is read and written even when causal hides it;
-             * the mask is read once per distinct element. */
+            /* x read once and y written once, also where the causal rule
+             * hides keys (the forward no longer reads those: the JSON gives
+             * the share of these bytes it must move); the mask read once
+             * per distinct element. */
             const double bytes =
                 op == OP_FORWARD ? 2 * tensor + (m == MODE_MASK ? mask : 0) : 3 * tensor;
-            result r = {{0, 0}, op, (enum mode)m, dt, c->desc.ndim, sets, {0}};
+            result r = {{0, 0}, op, (enum mode)m, dt, c->desc.ndim, sets, {0}, 1};
             memcpy(r.shape, c->desc.shape, sizeof r.shape);
+            if (m == MODE_CAUSAL)
+                r.visible = visible_share(r.shape, r.ndim);
             const call k = {c, op};
             const uf_status st = bench_median_ms(b, launch, &k, c->nsets, &r.t.ms);
             if (st != UF_OK) {
@@ -284,6 +302,11 @@ static void json_fields(FILE *f, const void *item)
     for (int k = 0; k < r->ndim; ++k)
         fprintf(f, "%s%lld", k ? ", " : "", (long long)r->shape[k]);
     fprintf(f, "], \"sets\": %d, ", r->sets);
+    /* A forward that reads no hidden key must move only this much of the
+     * counted bytes (x's visible keys, y whole). */
+    if (r->op == OP_FORWARD && r->mode == MODE_CAUSAL)
+        fprintf(f, "\"visible_keys\": %.6f, \"bytes_if_hidden_unread\": %.6f, ", r->visible,
+                (1 + r->visible) / 2);
 }
 
 int main(int argc, char **argv)

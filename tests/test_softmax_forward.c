@@ -244,6 +244,35 @@ static void any_number_of_dims(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The causal rule alone, where the forward skips loading the keys it hides
+ * (vector accesses): query rows whose last visible key falls at each offset
+ * of an access, rows with every key hidden (Sq > Sk), and rows on the
+ * register, block and span paths. */
+static void causal_without_mask(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t qk[][2] = {{64, 64},  {48, 32},   {24, 40},
+                                    {5, 1024}, {40, 4096}, {3, 40000}};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t p = 0; p < sizeof qk / sizeof qk[0]; ++p) {
+            if (qk[p][1] > th_max_row())
+                continue;
+            const int64_t shape[] = {2, qk[p][0], qk[p][1]};
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.desc.causal = 1;
+            c.desc.scale = 0.25;
+            c.seed = 500 + (uint64_t)p;
+            char what[96];
+            snprintf(what, sizeof what, "causal sq=%lld sk=%lld", (long long)qk[p][0],
+                     (long long)qk[p][1]);
+            bad += sm_check_forward(&c, what);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* Enough rows of a length beyond a block's registers that on a GPU the
  * blocks holding them (the span path) each take several chunks in turn,
  * whatever the dtype: rows of 17000 keys (several turns in fp32 and fp64;
@@ -273,6 +302,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(row_lengths),
         cmocka_unit_test(broadcast_masks),
+        cmocka_unit_test(causal_without_mask),
         cmocka_unit_test(fully_hidden_rows_are_zero),
         cmocka_unit_test(in_place_and_misaligned),
         cmocka_unit_test(large_magnitudes),

@@ -247,27 +247,31 @@ static void any_number_of_dims(void **state)
 /* The causal rule alone, where the forward skips loading the keys it hides
  * (vector accesses): query rows whose last visible key falls at each offset
  * of an access, rows with every key hidden (Sq > Sk), and rows on the
- * register, block and span paths. */
+ * register, block (16-bit rows of 10000 and 16384 keys: a block of 320 and
+ * 512 threads on the H200) and span paths; each shape also without the
+ * rule. */
 static void causal_without_mask(void **state)
 {
     (void)state;
     TH_NEED_DEVICE();
-    static const int64_t qk[][2] = {{64, 64},  {48, 32},   {24, 40},
-                                    {5, 1024}, {40, 4096}, {3, 40000}};
+    static const int64_t qk[][2] = {{64, 64},   {48, 32},   {24, 40},   {5, 1024},
+                                    {40, 4096}, {5, 10000}, {3, 16384}, {3, 40000}};
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t p = 0; p < sizeof qk / sizeof qk[0]; ++p) {
             if (qk[p][1] > th_max_row())
                 continue;
-            const int64_t shape[] = {2, qk[p][0], qk[p][1]};
-            sm_case c = sm_make(dtypes[d], 3, shape);
-            c.desc.causal = 1;
-            c.desc.scale = 0.25;
-            c.seed = 500 + (uint64_t)p;
-            char what[96];
-            snprintf(what, sizeof what, "causal sq=%lld sk=%lld", (long long)qk[p][0],
-                     (long long)qk[p][1]);
-            bad += sm_check_forward(&c, what);
+            for (int causal = 1; causal >= 0; --causal) {
+                const int64_t shape[] = {2, qk[p][0], qk[p][1]};
+                sm_case c = sm_make(dtypes[d], 3, shape);
+                c.desc.causal = causal;
+                c.desc.scale = 0.25;
+                c.seed = 500 + (uint64_t)p;
+                char what[96];
+                snprintf(what, sizeof what, "causal=%d sq=%lld sk=%lld", causal,
+                         (long long)qk[p][0], (long long)qk[p][1]);
+                bad += sm_check_forward(&c, what);
+            }
         }
     }
     assert_int_equal(bad, 0);

@@ -279,29 +279,10 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
         UF_BLOCK_SUM(c);                                                                           \
     } while (0)
 
-/* ---- a thread's own values (see gpu/layer_gpu.h) ----
- * Here they are memory, reduced as a tree so that each step is one loop
- * over contiguous values, which gcc vectorises: the values past the largest
- * power of two w below n fold onto the first ones, then each half onto the
- * other until one is left. The maximum passes over NaN where there is a
- * number, as on GPUs. */
-#define UF_CPU_THREAD_REDUCE(out, v, n, COMBINE)                                                   \
-    do {                                                                                           \
-        __typeof__(out) t_[(n)];                                                                   \
-        int w_ = 1;                                                                                \
-        while (2 * w_ < (n))                                                                       \
-            w_ *= 2;                                                                               \
-        for (int i_ = 0; i_ < w_; ++i_)                                                            \
-            t_[i_] = (v)[i_];                                                                      \
-        for (int i_ = w_; i_ < (n); ++i_)                                                          \
-            t_[i_ - w_] = COMBINE(t_[i_ - w_], (v)[i_]);                                           \
-        for (; w_ > 1; w_ /= 2)                                                                    \
-            for (int i_ = 0; i_ < w_ / 2; ++i_)                                                    \
-                t_[i_] = COMBINE(t_[i_], t_[i_ + w_ / 2]);                                         \
-        out = t_[0];                                                                               \
-    } while (0)
-#define UF_THREAD_MAX(out, v, n) UF_CPU_THREAD_REDUCE(out, v, n, UF_CPU_MAX)
-#define UF_THREAD_SUM(out, v, n) UF_CPU_THREAD_REDUCE(out, v, n, UF_CPU_ADD)
+/* ---- a thread's own values (see gpu/layer_gpu.h; openmp/thread_reduce.h) ---- */
+#include "openmp/thread_reduce.h"
+#define UF_THREAD_MAX(out, v, n) UF_CPU_THREAD_REDUCE(out, v, n, max)
+#define UF_THREAD_SUM(out, v, n) UF_CPU_THREAD_REDUCE(out, v, n, sum)
 
 /* ---- matrix fragments (portable/fragment_layout.h) ---- */
 #include "openmp/fragments.h"

@@ -27,6 +27,14 @@ typedef enum uf_mask_kind {
 #define UF_SOFTMAX_WIDE_BYTES (128 * UF_THREAD_WORK)
 #endif
 
+/* Where a thread's share is longer than a GPU thread's (CPUs), short rows
+ * take a narrow register path with a GPU thread's share: a row of 16 keys
+ * ran every loop of the regular path over all of a CPU thread's 256
+ * values (3% of copy on the 2-core machine). GPUs have no narrow kernels:
+ * their regular path is that already (src/softmax.c takes it there). */
+#define UF_SOFTMAX_NARROW_BYTES 64
+#define UF_SOFTMAX_HAS_NARROW (UF_SOFTMAX_REG_BYTES > UF_SOFTMAX_NARROW_BYTES)
+
 /* The span paths (a row held in the registers of several blocks): bytes
  * per thread for elements of `esize` bytes; 16-bit rows take the wide
  * share, as their register paths do. */
@@ -101,6 +109,10 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, 1)                                                   \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)                                                 \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)
+#define UF_SOFTMAX_DECLARE_NARROW(dt, vec)                                                         \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, 1)                                                 \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, vec)                                               \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
@@ -125,6 +137,12 @@ UF_SOFTMAX_DECLARE_KEPT(f32, 4)
 UF_SOFTMAX_DECLARE_KEPT(f16, 8)
 UF_SOFTMAX_DECLARE_KEPT(bf16, 8)
 UF_SOFTMAX_DECLARE_KEPT(f64, 2)
+#if UF_SOFTMAX_HAS_NARROW
+UF_SOFTMAX_DECLARE_NARROW(f32, 4)
+UF_SOFTMAX_DECLARE_NARROW(f16, 8)
+UF_SOFTMAX_DECLARE_NARROW(bf16, 8)
+UF_SOFTMAX_DECLARE_NARROW(f64, 2)
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -58,7 +58,8 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
  * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
- * it for 16-bit rows longer than a warp's registers); then the span path
+ * it for 16-bit rows longer than a warp's registers); on CPUs a third
+ * time, narrow, for short rows (softmax_args.h); then the span path
  * (rows longer than a block's registers) with UF_SOFTMAX_SPAN_BYTES,
  * without and with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
@@ -82,6 +83,17 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #undef UF_REG_KERNEL
 #undef UF_REG_LOAD
 #undef UF_REG_WRITE
+#if UF_SOFTMAX_HAS_NARROW
+#define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_narrow)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_narrow_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_narrow_write)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
+#endif
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))

@@ -14,8 +14,10 @@ static void row_lengths(void **state)
     TH_NEED_DEVICE();
     /* 3001 and 12000: 16-bit rows on the wide register path (a CPU build's
      * blocks of 256 threads, a GPU's of 1024). */
-    static const int64_t lengths[] = {1,    2,    3,    31,   32,    33,    127,    128,
-                                      1000, 1024, 3001, 4097, 12000, 65537, 1048576};
+    /* 64 / 65 and 256 / 257: the last rows of the CPU's narrow paths
+     * (src/softmax.c) and the first after them. */
+    static const int64_t lengths[] = {1,   2,   3,    31,   32,   33,   64,    65,    127,    128,
+                                      256, 257, 1000, 1024, 3001, 4097, 12000, 65537, 1048576};
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {

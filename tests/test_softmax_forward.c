@@ -12,8 +12,10 @@ static void row_lengths(void **state)
 {
     (void)state;
     TH_NEED_DEVICE();
-    static const int64_t lengths[] = {1,   2,    3,    31,   32,    33,     127,
-                                      128, 1000, 1024, 4097, 65537, 1048576};
+    /* 64 / 65 and 256 / 257: the last rows of the CPU's narrow paths
+     * (src/softmax.c) and the first after them. */
+    static const int64_t lengths[] = {1,   2,   3,   31,   32,   33,   64,    65,     127,
+                                      128, 256, 257, 1000, 1024, 4097, 65537, 1048576};
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {

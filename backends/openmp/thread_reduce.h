@@ -16,18 +16,20 @@
 
 #if defined(__AVX512F__)
 #define UF_CPU_VEC_BYTES 64
+#define UF_CPU_F32_LANES 16
+#define UF_CPU_F64_LANES 8
 #elif defined(__AVX__)
 #define UF_CPU_VEC_BYTES 32
+#define UF_CPU_F32_LANES 8
+#define UF_CPU_F64_LANES 4
 #else
 #define UF_CPU_VEC_BYTES 16
+#define UF_CPU_F32_LANES 4
+#define UF_CPU_F64_LANES 2
 #endif
 
 typedef float uf_cpu_f32v __attribute__((vector_size(UF_CPU_VEC_BYTES)));
-typedef float uf_cpu_f32v32 __attribute__((vector_size(32)));
-typedef float uf_cpu_f32v16 __attribute__((vector_size(16)));
 typedef double uf_cpu_f64v __attribute__((vector_size(UF_CPU_VEC_BYTES)));
-typedef double uf_cpu_f64v32 __attribute__((vector_size(32)));
-typedef double uf_cpu_f64v16 __attribute__((vector_size(16)));
 
 /* Lane-wise combines of two vectors (a comparison gives a mask vector of
  * same-sized integers). */
@@ -53,63 +55,74 @@ typedef double uf_cpu_f64v16 __attribute__((vector_size(16)));
         out = t_[0];                                                                               \
     } while (0)
 
-/* A wide vector `x` of type V folded to its 16-byte low half's type V16
- * in `lo` (halves combined; V32 the 32-byte type). */
-#if UF_CPU_VEC_BYTES == 64
-#define UF_CPU_FOLD_TO_16(x, V32, V16, lo, VCOMBINE)                                               \
-    V32 h0_, h1_;                                                                                  \
-    memcpy(&h0_, &(x), 32);                                                                        \
-    memcpy(&h1_, (const char *)&(x) + 32, 32);                                                     \
-    h0_ = VCOMBINE(h0_, h1_);                                                                      \
-    V16 lo, q1_;                                                                                   \
-    memcpy(&lo, &h0_, 16);                                                                         \
-    memcpy(&q1_, (const char *)&h0_ + 16, 16);                                                     \
-    lo = VCOMBINE(lo, q1_)
-#elif UF_CPU_VEC_BYTES == 32
-#define UF_CPU_FOLD_TO_16(x, V32, V16, lo, VCOMBINE)                                               \
-    V16 lo, q1_;                                                                                   \
-    memcpy(&lo, &(x), 16);                                                                         \
-    memcpy(&q1_, (const char *)&(x) + 16, 16);                                                     \
-    lo = VCOMBINE(lo, q1_)
-#else
-#define UF_CPU_FOLD_TO_16(x, V32, V16, lo, VCOMBINE) V16 lo = (x)
-#endif
+/* A vector of L lanes folded onto lane 0: lane k combined with lane k ^ o
+ * for o = L / 2, ..., 1 (every lane ends with the whole; only lane 0 is
+ * read). Shuffles of a register: no copy through memory. */
+#define UF_CPU_FOLD_2(q, VC) q = VC(q, __builtin_shufflevector(q, q, 1, 0))
+#define UF_CPU_FOLD_4(q, VC)                                                                       \
+    q = VC(q, __builtin_shufflevector(q, q, 2, 3, 0, 1));                                          \
+    q = VC(q, __builtin_shufflevector(q, q, 1, 0, 3, 2))
+#define UF_CPU_FOLD_8(q, VC)                                                                       \
+    q = VC(q, __builtin_shufflevector(q, q, 4, 5, 6, 7, 0, 1, 2, 3));                              \
+    q = VC(q, __builtin_shufflevector(q, q, 2, 3, 0, 1, 6, 7, 4, 5));                              \
+    q = VC(q, __builtin_shufflevector(q, q, 1, 0, 3, 2, 5, 4, 7, 6))
+#define UF_CPU_FOLD_16(q, VC)                                                                      \
+    q = VC(q,                                                                                      \
+           __builtin_shufflevector(q, q, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));   \
+    q = VC(q,                                                                                      \
+           __builtin_shufflevector(q, q, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));   \
+    q = VC(q,                                                                                      \
+           __builtin_shufflevector(q, q, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));   \
+    q = VC(q, __builtin_shufflevector(q, q, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14))
+#define UF_CPU_FOLD_(lanes, q, VC) UF_CPU_FOLD_##lanes(q, VC)
+#define UF_CPU_FOLD(lanes, q, VC) UF_CPU_FOLD_(lanes, q, VC)
 
-/* One reduction for element type T (vector types V, V32, V16 of it). */
-#define UF_CPU_DEFINE_THREAD_REDUCE(name, T, V, V32, V16, COMBINE, VCOMBINE, LAST16)               \
+/* One reduction for element type T (vectors V of LANES lanes). Four
+ * accumulators where the count allows: one would chain every combine on
+ * the one before. */
+#define UF_CPU_DEFINE_THREAD_REDUCE(name, T, V, LANES, COMBINE, VCOMBINE)                          \
     static inline __attribute__((always_inline)) T name(const T *v, int n)                         \
     {                                                                                              \
-        const int lanes = (int)(sizeof(V) / sizeof(T));                                            \
         T out;                                                                                     \
-        if (n % lanes != 0) {                                                                      \
+        if (n % (LANES) != 0) {                                                                    \
             UF_CPU_TREE_REDUCE(out, v, n, COMBINE);                                                \
             return out;                                                                            \
         }                                                                                          \
-        V acc, x;                                                                                  \
-        memcpy(&acc, v, sizeof acc);                                                               \
-        for (int i = lanes; i < n; i += lanes) {                                                   \
-            memcpy(&x, v + i, sizeof x);                                                           \
-            acc = VCOMBINE(acc, x);                                                                \
+        V a0, a1, a2, a3, x;                                                                       \
+        memcpy(&a0, v, sizeof a0);                                                                 \
+        int i = LANES;                                                                             \
+        if (n % (4 * (LANES)) == 0) {                                                              \
+            memcpy(&a1, v + (LANES), sizeof a1);                                                   \
+            memcpy(&a2, v + 2 * (LANES), sizeof a2);                                               \
+            memcpy(&a3, v + 3 * (LANES), sizeof a3);                                               \
+            for (i = 4 * (LANES); i < n; i += 4 * (LANES)) {                                       \
+                memcpy(&x, v + i, sizeof x);                                                       \
+                a0 = VCOMBINE(a0, x);                                                              \
+                memcpy(&x, v + i + (LANES), sizeof x);                                             \
+                a1 = VCOMBINE(a1, x);                                                              \
+                memcpy(&x, v + i + 2 * (LANES), sizeof x);                                         \
+                a2 = VCOMBINE(a2, x);                                                              \
+                memcpy(&x, v + i + 3 * (LANES), sizeof x);                                         \
+                a3 = VCOMBINE(a3, x);                                                              \
+            }                                                                                      \
+            a0 = VCOMBINE(VCOMBINE(a0, a1), VCOMBINE(a2, a3));                                     \
         }                                                                                          \
-        UF_CPU_FOLD_TO_16(acc, V32, V16, q, VCOMBINE);                                             \
-        LAST16(q, VCOMBINE);                                                                       \
-        return q[0];                                                                               \
+        for (; i < n; i += (LANES)) {                                                              \
+            memcpy(&x, v + i, sizeof x);                                                           \
+            a0 = VCOMBINE(a0, x);                                                                  \
+        }                                                                                          \
+        UF_CPU_FOLD(LANES, a0, VCOMBINE);                                                          \
+        return a0[0];                                                                              \
     }
 
-/* The last 16 bytes to lane 0: four floats, or two doubles. */
-#define UF_CPU_LAST16_F32(q, VCOMBINE)                                                             \
-    q = VCOMBINE(q, __builtin_shufflevector(q, q, 2, 3, 0, 1));                                    \
-    q = VCOMBINE(q, __builtin_shufflevector(q, q, 1, 0, 3, 2))
-#define UF_CPU_LAST16_F64(q, VCOMBINE) q = VCOMBINE(q, __builtin_shufflevector(q, q, 1, 0))
-
-UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_max_f32, float, uf_cpu_f32v, uf_cpu_f32v32, uf_cpu_f32v16,
-                            UF_CPU_MAX, UF_CPU_VMAX, UF_CPU_LAST16_F32)
-UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_sum_f32, float, uf_cpu_f32v, uf_cpu_f32v32, uf_cpu_f32v16,
-                            UF_CPU_ADD, UF_CPU_VADD, UF_CPU_LAST16_F32)
-UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_max_f64, double, uf_cpu_f64v, uf_cpu_f64v32,
-                            uf_cpu_f64v16, UF_CPU_MAX, UF_CPU_VMAX, UF_CPU_LAST16_F64)
-UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_sum_f64, double, uf_cpu_f64v, uf_cpu_f64v32,
-                            uf_cpu_f64v16, UF_CPU_ADD, UF_CPU_VADD, UF_CPU_LAST16_F64)
+UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_max_f32, float, uf_cpu_f32v, UF_CPU_F32_LANES, UF_CPU_MAX,
+                            UF_CPU_VMAX)
+UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_sum_f32, float, uf_cpu_f32v, UF_CPU_F32_LANES, UF_CPU_ADD,
+                            UF_CPU_VADD)
+UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_max_f64, double, uf_cpu_f64v, UF_CPU_F64_LANES,
+                            UF_CPU_MAX, UF_CPU_VMAX)
+UF_CPU_DEFINE_THREAD_REDUCE(uf_cpu_thread_sum_f64, double, uf_cpu_f64v, UF_CPU_F64_LANES,
+                            UF_CPU_ADD, UF_CPU_VADD)
 
 #define UF_CPU_THREAD_REDUCE(out, v, n, op)                                                        \
     ((out) = _Generic((out), float                                                                 \

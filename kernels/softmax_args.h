@@ -6,6 +6,13 @@
 #define UF_SOFTMAX_ARGS_H
 
 #include "backend.h"
+#include "kernels/divisor.h"
+
+/* Compiled with 0: register-path blocks take rows in order whatever the
+ * mask (an A/B switch; src/softmax.c, order_rows). */
+#ifndef UF_SOFTMAX_ORDER_ROWS
+#define UF_SOFTMAX_ORDER_ROWS 1
+#endif
 
 /* How a mask element turns into an additive term. */
 typedef enum uf_mask_kind {
@@ -91,6 +98,24 @@ typedef struct uf_softmax_args {
     int row_dims;      /* mask broadcast: number of collapsed row dimensions */
     int64_t row_extent[UF_MAX_DIMS];  /* collapsed extents of the row index, outermost first */
     int64_t mask_stride[UF_MAX_DIMS]; /* mask elements per step of each; 0 when broadcast */
+    /* Forward register path with a mask broadcast over heads: the order in
+     * which logical blocks take rows (uf_softmax_block_order). Rows are
+     * [outer, heads, inner] by the mask's innermost broadcast dimension;
+     * blocks take `tile` blocks of one head's rows, then the same rows of
+     * the next head. order_heads 0: rows in order. */
+    int order_heads;
+    uint32_t order_tile;  /* blocks per tile */
+    uint32_t order_tiles; /* tiles per head */
+    uf_divisor by_tile, by_heads, by_tiles;
+    /* Rows below 2^31 (rows_fast): a row's mask offset and causal bound
+     * take quotients by multiply and shift (kernels/divisor.h), where a
+     * division per row dimension cost a GPU thread about 25 instructions
+     * per row. The row dimensions again, innermost first. */
+    int rows_fast;
+    uf_divisor by_sq;
+    uint32_t inner_extent[UF_MAX_DIMS];
+    uf_divisor by_inner[UF_MAX_DIMS];
+    int64_t inner_stride[UF_MAX_DIMS]; /* mask elements per step */
 } uf_softmax_args;
 
 /* One launcher per kernel variant: <pass>_<path>_<dtype>_v<vector width>. */

@@ -6,11 +6,23 @@
 #include "kernels/softmax_args.h"
 
 /* Offset of a row's mask in mask elements, from the collapsed row dims.
- * The loop is unrolled to constant indices so GPU arguments stay in the
+ * The loops are unrolled to constant indices so GPU arguments stay in the
  * parameter space. */
 UF_FN int64_t uf_softmax_mask_offset(const uf_softmax_args *a, int64_t row)
 {
     int64_t off = 0;
+    if (a->rows_fast) {
+        uint32_t r = (uint32_t)row;
+        UF_UNROLL for (int d = 0; d < UF_MAX_DIMS; ++d)
+        {
+            if (d >= a->row_dims)
+                break;
+            const uint32_t q = UF_QUOTIENT(r, a->by_inner[d]);
+            off += (int64_t)(r - q * a->inner_extent[d]) * a->inner_stride[d];
+            r = q;
+        }
+        return off;
+    }
     UF_UNROLL for (int d = UF_MAX_DIMS - 1; d >= 0; --d)
     {
         if (d < a->row_dims) {
@@ -26,7 +38,12 @@ UF_FN int64_t uf_softmax_mask_offset(const uf_softmax_args *a, int64_t row)
  * every key is visible without it. */
 UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
 {
-    return a->causal ? row % a->sq + (a->sk - a->sq) : a->sk - 1;
+    if (!a->causal)
+        return a->sk - 1;
+    const int64_t q = a->rows_fast
+                          ? (int64_t)((uint32_t)row - UF_QUOTIENT(row, a->by_sq) * (uint32_t)a->sq)
+                          : row % a->sq;
+    return q + (a->sk - a->sq);
 }
 
 /* One access's UF_VEC values as stored, between a local array and memory
@@ -38,6 +55,26 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
         else                                                                                       \
             op((dst), (src));                                                                      \
     } while (0)
+
+/* The logical block whose rows block b takes, rows in the order that
+ * a.order_* set (softmax_args.h): a tile's blocks of one head, then the
+ * tile's blocks of the next head, so that the heads sharing a mask row
+ * read it close together in time and L2 serves all but the first. Every
+ * thread of a block computes the same value. */
+UF_FN int64_t uf_softmax_block_order(const uf_softmax_args *a, int64_t b)
+{
+    if (!UF_SOFTMAX_ORDER_ROWS || a->order_heads <= 1)
+        return b;
+    const uint32_t u = UF_QUOTIENT(b, a->by_tile); /* (outer, tile, head) */
+    const uint32_t k = (uint32_t)b - u * a->order_tile;
+    const uint32_t w = UF_QUOTIENT(u, a->by_heads); /* (outer, tile) */
+    const uint32_t h = u - w * (uint32_t)a->order_heads;
+    const uint32_t o = UF_QUOTIENT(w, a->by_tiles);
+    const uint32_t tile = w - o * a->order_tiles;
+    /* Blocks fit 31 bits where rows are ordered (src/softmax.c). */
+    return (int64_t)(((o * (uint32_t)a->order_heads + h) * a->order_tiles + tile) * a->order_tile +
+                     k);
+}
 
 /* Register paths: the row of thread t in logical block b, `group` threads
  * a row and rows_per_block rows a block, with the thread's keys counted
@@ -52,7 +89,7 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int64_t b, 
         return b / a->nchunks;
     }
     *first = 0;
-    return b * rows_per_block + t / a->group;
+    return uf_softmax_block_order(a, b) * rows_per_block + t / a->group;
 }
 
 /* Span paths, thread 0 of logical block b once its partial is stored:

@@ -183,6 +183,45 @@ static int64_t resident_waves(const uf_device_limits *lim, int threads)
     return (int64_t)lim->multiprocessors * (per_mp > 0 ? per_mp : 1) * UF_SOFTMAX_FWD_WAVES;
 }
 
+/* A tile of one head's rows holds about this many bytes of x (forward
+ * register path with a mask broadcast over heads, order_rows): long enough
+ * that each head's part of the rows in flight is one long run of memory,
+ * short enough that all heads pass a mask row within a few MiB of
+ * traffic (16 heads: 2 MiB of x and y), which L2 still holds. */
+#define UF_SOFTMAX_TILE_BYTES 65536
+
+/* Sets the order in which the forward register path's blocks take rows
+ * (softmax_args.h): with a mask broadcast over a row dimension (the heads
+ * of x [B, H, Sq, Sk] with a mask [B, 1, Sq, Sk]), the heads that share a
+ * mask row take it one after another instead of a head's Sq rows apart,
+ * where L2 lost the mask row in between (Nsight Compute on the H200: 9 to
+ * 10 of 16 heads read it again from DRAM). Rows stay in order where a
+ * block's rows would straddle two heads, or the blocks do not fit 31 bits. */
+static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
+{
+    a->order_heads = 0;
+    if (!UF_SOFTMAX_ORDER_ROWS || a->mask_kind == UF_MASK_NONE)
+        return;
+    int d = a->row_dims - 1;
+    int64_t inner = 1;
+    while (d >= 0 && a->mask_stride[d] != 0)
+        inner *= a->row_extent[d--];
+    if (d < 0 || inner == 1 || inner % rows_per_block != 0 || a->row_extent[d] > INT32_MAX ||
+        a->rows / rows_per_block > INT32_MAX)
+        return;
+    const int64_t per_head = inner / rows_per_block; /* blocks */
+    int64_t tile = UF_SOFTMAX_TILE_BYTES / (a->sk * esize) / rows_per_block;
+    tile = tile < 1 ? 1 : tile < per_head ? tile : per_head;
+    while (per_head % tile != 0)
+        --tile;
+    a->order_heads = (int)a->row_extent[d];
+    a->order_tile = (uint32_t)tile;
+    a->order_tiles = (uint32_t)(per_head / tile);
+    a->by_tile = uf_divisor_of(a->order_tile);
+    a->by_heads = uf_divisor_of((uint32_t)a->order_heads);
+    a->by_tiles = uf_divisor_of(a->order_tiles);
+}
+
 /* Runs the split path: partial statistics per chunk into stream-ordered
  * scratch, then every chunk's block combines its row's partials. */
 static uf_status launch_split(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
@@ -337,6 +376,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         const int rows_per_block = l.threads / a->group;
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
+        order_rows(a, rows_per_block, esize);
         return paths[reg_path](&l, a);
     }
     /* A row that fits a block's registers stays there, whatever its length:
@@ -349,6 +389,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         a->group = l.threads;
         l.blocks = a->rows;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
+        order_rows(a, 1, esize);
         return paths[reg_path](&l, a);
     }
     /* Longer rows stay in registers too, spread over blocks that run at
@@ -385,6 +426,18 @@ static void fill_rows(const uf_softmax_desc *d, uf_softmax_args *a, int64_t coun
     a->rows = count / a->sk;
     a->scale = d->scale;
     a->causal = d->causal != 0;
+    /* Quotients of row indices by multiply and shift (softmax_args.h); the
+     * mask's row dimensions are filled by check_mask, before. */
+    a->rows_fast = a->rows <= INT32_MAX;
+    if (!a->rows_fast)
+        return;
+    a->by_sq = uf_divisor_of((uint32_t)a->sq);
+    for (int k = 0; k < a->row_dims; ++k) {
+        const int d = a->row_dims - 1 - k;
+        a->inner_extent[k] = (uint32_t)a->row_extent[d];
+        a->by_inner[k] = uf_divisor_of(a->inner_extent[k]);
+        a->inner_stride[k] = a->mask_stride[d];
+    }
 }
 
 uf_status uf_softmax_forward(const uf_softmax_desc *desc, const void *x, const void *mask, void *y,

@@ -83,6 +83,40 @@ static void broadcast_masks(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* A mask shared by heads (or batches): the register path's blocks take
+ * the rows of the heads that share a mask row together (src/softmax.c,
+ * order_rows), in tiles of one head's rows whose count depends on the row's
+ * bytes and the block's rows. Query extents that hold several tiles a
+ * head, one tile, and too few rows for a block (rows in order). */
+static void mask_shared_by_heads(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t qk[][2] = {{1024, 48}, {96, 48}, {7, 48}, {1024, 520}, {40, 3000}};
+    const int64_t B = 2, H = 5;
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t p = 0; p < sizeof qk / sizeof qk[0]; ++p) {
+            const int64_t sq = qk[p][0], sk = qk[p][1];
+            const int64_t shape[] = {B, H, sq, sk};
+            const int64_t mshapes[][4] = {{B, 1, sq, sk}, {1, H, sq, sk}, {1, 1, sq, sk}};
+            for (size_t m = 0; m < 3; ++m) {
+                sm_case c = sm_make(dtypes[d], 4, shape);
+                c.desc.causal = m == 0;
+                c.desc.scale = 0.25;
+                c.seed = 31 * p + 7 * m + d;
+                const uf_dtype md = m == 2 ? UF_BOOL : dtypes[d];
+                sm_set_mask(&c, md, 4, mshapes[m]);
+                char what[128];
+                snprintf(what, sizeof what, "mask %s shape#%zu sq=%lld sk=%lld", th_dtype_name(md),
+                         m, (long long)sq, (long long)sk);
+                bad += sm_check_forward(&c, what);
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* Hides every key of rows 0 and 2 (boolean mask), or of row 1 with -inf. */
 static void hide_some_rows(const sm_case *c, double *x, size_t nx, double *mask, size_t nm)
 {
@@ -308,6 +342,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(row_lengths),
         cmocka_unit_test(broadcast_masks),
+        cmocka_unit_test(mask_shared_by_heads),
         cmocka_unit_test(causal_without_mask),
         cmocka_unit_test(fully_hidden_rows_are_zero),
         cmocka_unit_test(in_place_and_misaligned),

@@ -26,7 +26,7 @@ static inline uf_divisor uf_divisor_of(uint32_t d)
         ++l;
     const uint64_t p = (uint64_t)1 << (31 + l);
     uf_divisor v;
-    v.mul = (uint32_t)((p + d - 1) / d); /* < 2^32: p / d <= 2^31 for d >= 2^l / 2 */
+    v.mul = (uint32_t)((p + d - 1) / d); /* < 2^32: d > 2^(l - 1), or d = 1 */
     v.shift = 31 + l;
     return v;
 }

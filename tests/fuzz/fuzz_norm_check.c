@@ -296,8 +296,11 @@ void fz_check_norm_backward(const fz_norm_io *c, const char *what)
             const double ex = extra ? extra[j] : 0;
             const double want = rstd * (g[j] - mean_g - hhat[j] * mean_ghat) + ex;
             const double e_h = rr->e_hhat + u * fabs(hhat[j]);
+            /* hhat * mean_ghat with both off: the product of their errors
+             * too, which rules where rstd does not fit the row (hhat exactly
+             * 0 for a constant row, both computed values far from 0) */
             const double tol =
-                r * (8 * u * fabs(g[j]) + k * g_max + 4 * tiny + e_h * fabs(mean_ghat) +
+                r * (8 * u * fabs(g[j]) + k * g_max + 4 * tiny + e_h * (fabs(mean_ghat) + e_mgh) +
                      fabs(hhat[j]) * e_mgh + 4 * u * (fabs(mean_g) + fabs(hhat[j] * mean_ghat))) +
                 4 * u * (fabs(want) + fabs(ex));
             const double total =

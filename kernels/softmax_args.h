@@ -8,13 +8,14 @@
 #include "backend.h"
 #include "kernels/divisor.h"
 
-/* Compiled with 1: register-path blocks take the rows of heads that share
- * a broadcast mask row together (src/softmax.c, order_rows). Off: on the
- * H200 (docs/results.md, 2026-12-05) it took fp32 masked rows of 1024 /
- * 2048 keys from 80 / 85 to 89 / 88% of copy bandwidth, but its
- * instructions cost every 16-bit forward 3 to 5 points, masked or not. */
+/* Whether the forward's register-path blocks take the rows of heads that
+ * share a broadcast mask row together (src/softmax.c, order_rows), by
+ * element size. fp32 only: on the H200 (docs/results.md, 2026-12-05) it
+ * took fp32 masked rows of 1024 / 2048 keys from 80 / 85 to 89 / 88% of
+ * copy bandwidth, but its instructions cost the 16-bit forwards, which are
+ * bound by issue slots, 3 to 5 points, masked or not; fp64 not measured. */
 #ifndef UF_SOFTMAX_ORDER_ROWS
-#define UF_SOFTMAX_ORDER_ROWS 0
+#define UF_SOFTMAX_ORDER_ROWS(esize) ((esize) == 4)
 #endif
 
 /* How a mask element turns into an additive term. */

@@ -140,7 +140,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                   UF_REG_SHARED ? 2 * UF_REG_SHARED * UF_REG_HELD * UF_SOFTMAX_SPAN_THREADS : 1);
         UF_THREADS (t) {
             int64_t first;
-            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
+            const int64_t row =
+                uf_softmax_reg_row(&a, UF_REG_SPAN, 0, b, t, rows_per_block, &first);
             const int lane = t % group;
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_dot = 0;
@@ -167,7 +168,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #endif
         UF_THREADS (t) {
             int64_t first;
-            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
+            const int64_t row =
+                uf_softmax_reg_row(&a, UF_REG_SPAN, 0, b, t, rows_per_block, &first);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;

@@ -59,11 +59,13 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
 /* The logical block whose rows block b takes, rows in the order that
  * a.order_* set (softmax_args.h): a tile's blocks of one head, then the
  * tile's blocks of the next head, so that the heads sharing a mask row
- * read it close together in time and L2 serves all but the first. Every
- * thread of a block computes the same value. */
-UF_FN int64_t uf_softmax_block_order(const uf_softmax_args *a, int64_t b)
+ * read it close together in time and L2 serves all but the first; only
+ * where `order` (a constant of each kernel: UF_SOFTMAX_ORDER_ROWS) is set,
+ * so that the others carry none of its instructions. Every thread of a
+ * block computes the same value. */
+UF_FN int64_t uf_softmax_block_order(const uf_softmax_args *a, int order, int64_t b)
 {
-    if (!UF_SOFTMAX_ORDER_ROWS || a->order_heads <= 1)
+    if (!order || a->order_heads <= 1)
         return b;
     const uint32_t u = UF_QUOTIENT(b, a->by_tile); /* (outer, tile, head) */
     const uint32_t k = (uint32_t)b - u * a->order_tile;
@@ -81,7 +83,7 @@ UF_FN int64_t uf_softmax_block_order(const uf_softmax_args *a, int64_t b)
  * from *first = 0; or, where a row spans blocks (`span`, a constant in each
  * kernel), chunk b % nchunks of row b / nchunks, whose keys start at
  * *first. */
-UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int64_t b, int t,
+UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int order, int64_t b, int t,
                                  int rows_per_block, int64_t *first)
 {
     if (span) {
@@ -89,7 +91,7 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int64_t b, 
         return b / a->nchunks;
     }
     *first = 0;
-    return uf_softmax_block_order(a, b) * rows_per_block + t / a->group;
+    return uf_softmax_block_order(a, order, b) * rows_per_block + t / a->group;
 }
 
 /* Span paths, thread 0 of logical block b once its partial is stored:

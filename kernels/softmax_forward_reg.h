@@ -14,6 +14,8 @@
  * multiprocessor).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
+/* whether blocks take rows in order_rows' order (softmax_args.h) */
+#define UF_REG_ORDER UF_SOFTMAX_ORDER_ROWS((int)sizeof(UF_T))
 
 /* The thread's UF_REG_N logits of its row, every load issued before any
  * arithmetic so that they are in flight together (a test per access would
@@ -161,7 +163,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                   UF_REG_SHARED ? UF_REG_SHARED * UF_REG_N * UF_SOFTMAX_SPAN_THREADS : 1);
         UF_THREADS (t) {
             int64_t first;
-            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
+            const int64_t row =
+                uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
             const int lane = t % group;
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_max = (UF_ACC)-INFINITY;
@@ -210,7 +213,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #endif
         UF_THREADS (t) {
             int64_t first;
-            const int64_t row = uf_softmax_reg_row(&a, UF_REG_SPAN, b, t, rows_per_block, &first);
+            const int64_t row =
+                uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -232,3 +236,4 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 
 #undef UF_REG_KEPT
 #undef UF_REG_NV
+#undef UF_REG_ORDER

@@ -200,7 +200,7 @@ static int64_t resident_waves(const uf_device_limits *lim, int threads)
 static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
 {
     a->order_heads = 0;
-    if (!UF_SOFTMAX_ORDER_ROWS || a->mask_kind == UF_MASK_NONE)
+    if (!UF_SOFTMAX_ORDER_ROWS(esize) || a->mask_kind == UF_MASK_NONE)
         return;
     int d = a->row_dims - 1;
     int64_t inner = 1;

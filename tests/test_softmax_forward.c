@@ -83,9 +83,9 @@ static void broadcast_masks(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* A mask shared by heads (or batches). Built with UF_SOFTMAX_ORDER_ROWS=1,
- * the register path's blocks take the rows of the heads that share a mask
- * row together (src/softmax.c, order_rows), in tiles of one head's rows
+/* A mask shared by heads (or batches). Where UF_SOFTMAX_ORDER_ROWS holds
+ * (fp32), the register path's blocks take the rows of the heads that share
+ * a mask row together (src/softmax.c, order_rows), in tiles of one head's rows
  * whose count depends on the row's bytes and the block's rows. Query
  * extents that hold several tiles a head, one tile, and too few rows for a
  * block (rows in order). */

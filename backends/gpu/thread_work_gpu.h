@@ -15,6 +15,8 @@
 /* The same inside a group of `group` threads sharing a row: item k of the
  * group's thread `lane`. */
 #define UF_GROUP_ITEM(per_thread, k, lane, group) ((int64_t)(k) * (group) + (lane))
+/* 1: a group's items interleave by lane (host code sizes groups by it). */
+#define UF_GROUP_ITEMS_INTERLEAVED 1
 
 /* A thread's loops are unrolled into scalar registers, not vectorised. */
 #define UF_VECTORISED_LOOPS 0

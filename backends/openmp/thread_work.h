@@ -22,6 +22,7 @@
  * group's thread `lane`, consecutive for each thread. */
 #define UF_GROUP_ITEM(per_thread, k, lane, group)                                                  \
     ((void)(group), (int64_t)(lane) * (per_thread) + (k))
+#define UF_GROUP_ITEMS_INTERLEAVED 0
 
 /* Loops are vectorised by the compiler, across iterations: code may then
  * prefer loops whose results are narrow (more lanes per vector). */

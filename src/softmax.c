@@ -226,18 +226,23 @@ static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
  * path's share, `accesses` the row's accesses of `vec` width. Where a
  * group's items interleave (GPUs), a thread that holds a whole row of more
  * than two 16-byte accesses reads it at the row's stride, half a 32-byte
- * sector an access; with two threads a row each access covers whole
- * sectors. On an H100 (2026-12-05): fp32 rows of 16 keys forward 69 -> 95%
- * of copy bandwidth, backward 81 -> 101%. The backward, which reads two
- * tensors a row, gains from at most two accesses a thread in general (fp32
- * rows of 32 keys 89 -> 100%); the forward does not (16-bit rows of 16 and
- * 32 keys lost 8 to 30 points: the added lanes' accesses are idle work). */
+ * sector an access; two threads a row, which split it evenly, read whole
+ * sectors: fp32 rows of 16 keys forward 69 -> 95% of copy bandwidth on an
+ * H100, 64 -> 74-80% on an H200 (2026-12-05). Rows of an odd number of
+ * accesses keep one thread in the forward (fp32, 12 keys: 70 -> 57-62% on
+ * the H200 with two). The backward, which reads two tensors a row, gains
+ * from at most two accesses a thread in general (H200, fp32: 12 keys 85 ->
+ * 96%, 16 keys 78 -> 102%, 32 keys 80 -> 101%); the forward does not
+ * (16-bit rows of 16 and 32 keys lost 8 to 30 points on the H100: the added
+ * lanes' accesses are idle work). */
 static int row_group(int backward, int64_t need, int64_t accesses, int vec)
 {
     const int group = next_pow2(need);
     if (!UF_GROUP_ITEMS_INTERLEAVED || !vec || group > 2)
         return group;
-    const int least = backward ? next_pow2((accesses + 1) / 2) : group == 1 && accesses > 2 ? 2 : 1;
+    const int least = backward ? next_pow2((accesses + 1) / 2)
+                      : group == 1 && accesses > 2 && accesses % 2 == 0 ? 2
+                                                                        : 1;
     return group > least ? group : least;
 }
 

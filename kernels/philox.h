@@ -24,9 +24,36 @@ typedef struct uf_philox4 {
     uint32_t v[4];
 } uf_philox4;
 
+/* UF_PHILOX_WIDE_WORDS (a layer constant, 0 where the layer leaves it
+ * undefined): 1 to hold each word in 64 bits, its low 32 the word and its
+ * high 32 whatever the round left there. A round then needs no split of
+ * its products: each is one 32 x 32 -> 64-bit multiply of a low half, and
+ * its high word one shift. Where 64-bit lanes multiply their low halves
+ * (AVX-512's vpmuludq) that spares the vectorised loop the shuffles that
+ * pair even and odd 32-bit lanes. */
+#ifndef UF_PHILOX_WIDE_WORDS
+#define UF_PHILOX_WIDE_WORDS 0
+#endif
+
 UF_FN uf_philox4 uf_philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
                                   uint32_t k1)
 {
+#if UF_PHILOX_WIDE_WORDS
+    uint64_t w0 = c0, w1 = c1, w2 = c2, w3 = c3;
+    UF_UNROLL for (int round = 0; round < 10; ++round)
+    {
+        const uint64_t p0 = (uint64_t)(uint32_t)w0 * UF_PHILOX_M0;
+        const uint64_t p1 = (uint64_t)(uint32_t)w2 * UF_PHILOX_M1;
+        w0 = (p1 >> 32) ^ w1 ^ k0;
+        w1 = p1;
+        w2 = (p0 >> 32) ^ w3 ^ k1;
+        w3 = p0;
+        k0 += UF_PHILOX_W0;
+        k1 += UF_PHILOX_W1;
+    }
+    const uf_philox4 r = {{(uint32_t)w0, (uint32_t)w1, (uint32_t)w2, (uint32_t)w3}};
+    return r;
+#else
     UF_UNROLL for (int round = 0; round < 10; ++round)
     {
         uint32_t hi0, hi1;
@@ -41,6 +68,7 @@ UF_FN uf_philox4 uf_philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_
     }
     const uf_philox4 r = {{c0, c1, c2, c3}};
     return r;
+#endif
 }
 
 /* The words for elements 8g .. 8g+7 of a call with this seed and offset. */

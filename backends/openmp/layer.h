@@ -248,6 +248,15 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
     *hi = (uint32_t)(p >> 32);
     return (uint32_t)p;
 }
+/* Philox's words in 64-bit lanes (kernels/philox.h) where AVX-512 is
+ * compiled for (the x86-64-v4 copies): on the 2-core machine the cells
+ * with dropout ran 14-20% faster in f32 and 5-16% in 16 bits
+ * (docs/results.md, 2026-12-05 afternoon). With AVX2 or SSE2, whose
+ * vectors hold half as many 64-bit lanes, a loop of draws alone ran
+ * 30-55% slower that way, so those copies keep 32-bit words. */
+#if defined(__AVX512F__)
+#define UF_PHILOX_WIDE_WORDS 1
+#endif
 /* The library is compiled as ISO C (c_std=c11), where gcc contracts no
  * product into an FMA: a plain product is already rounded on its own. */
 #define UF_MUL_RN(a, b) ((a) * (b))

@@ -238,8 +238,18 @@ static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
 static int row_group(int backward, int64_t need, int64_t accesses, int vec)
 {
     const int group = next_pow2(need);
-    if (!UF_GROUP_ITEMS_INTERLEAVED || !vec || group > 2)
+    if (!UF_GROUP_ITEMS_INTERLEAVED || group > 2)
         return group;
+    if (!vec) {
+        /* Element-wide accesses (a row not a whole number of 16-byte
+         * accesses) go one at a time: at most 7 keys a thread, up to 4
+         * threads a row (H200, S = 10-28: 16-bit forward 11-19 -> 21-29%
+         * of copy, fp32 S = 10, 14, 18 forward 18-33 -> 40-45%; one thread
+         * for 10-14 keys, or 8 threads for 36 or 44, measured slower). */
+        const int least = next_pow2((accesses + 6) / 7);
+        const int most = least < 4 ? least : 4;
+        return group > most ? group : most;
+    }
     const int least = backward ? next_pow2((accesses + 1) / 2)
                       : group == 1 && accesses > 2 && accesses % 2 == 0 ? 2
                                                                         : 1;

@@ -246,9 +246,9 @@ static int row_group(int backward, int64_t need, int64_t accesses, int vec)
          * threads a row (H200, S = 10-28: 16-bit forward 11-19 -> 21-29%
          * of copy, fp32 S = 10, 14, 18 forward 18-33 -> 40-45%; one thread
          * for 10-14 keys, or 8 threads for 36 or 44, measured slower). */
-        const int least = next_pow2((accesses + 6) / 7);
-        const int most = least < 4 ? least : 4;
-        return group > most ? group : most;
+        const int per_7_keys = next_pow2((accesses + 6) / 7);
+        const int want = per_7_keys < 4 ? per_7_keys : 4;
+        return group > want ? group : want;
     }
     const int least = backward ? next_pow2((accesses + 1) / 2)
                       : group == 1 && accesses > 2 && accesses % 2 == 0 ? 2

@@ -258,8 +258,13 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
 #define UF_PHILOX_WIDE_WORDS 1
 #endif
 /* The library is compiled as ISO C (c_std=c11), where gcc contracts no
- * product into an FMA: a plain product is already rounded on its own. */
+ * product into an FMA: a plain product is already rounded on its own. The
+ * x86-64-v3/v4 kernel copies (UF_CPU_ISA) are compiled with
+ * -ffp-contract=fast, where it would not be, so there the operation is
+ * missing and a kernel that uses it fails to compile as a copy. */
+#if !defined(UF_CPU_ISA)
 #define UF_MUL_RN(a, b) ((a) * (b))
+#endif
 /* A vector division here; GPUs use their reciprocal instruction. */
 #define UF_RCPF(x) (1.0f / (x))
 #define UF_EXPF(x) uf_cpu_expf(x) /* vectorisable; see fast_exp.h */

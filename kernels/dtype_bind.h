@@ -1,12 +1,15 @@
 /*
  * Binds the instantiation parameters of a kernel template: the includer
  * defines UF_DT (a uf_dtype value: 1 f32, 2 f16, 3 bf16, 4 f64) and UF_VEC
- * (elements per access: 1, or 16 bytes' worth). This header defines
+ * (elements per access: 1, or 16 or 8 bytes' worth). This header defines
  *   UF_T        storage type        UF_ACC      compute type
  *   UF_TO_ACC   storage -> compute  UF_FROM_ACC compute -> storage
  *   UF_EXP_ACC  exp in compute type   UF_SQRT_ACC sqrt in compute type
  *   UF_VNAME(base)  base_<dtype>_v<vec>
  *   UF_LOADV(dst, p, i) / UF_STOREV(p, i, src): UF_VEC elements at p[i..]
+ *   UF_VEC_BYTES  bytes per access
+ *   UF_LOADVEC(dst, src) / UF_STOREVEC(dst, src): one access's bytes as
+ *               stored (the layer's 16- or 8-byte access, or one element)
  *   UF_HELD, UF_HELD_N, UF_HOLDV(h, p, i), UF_HELD_TO_ACC(dst, h): one access
  *               kept until used (UF_HELD_N values of type UF_HELD): as loaded
  *               where the layer sets UF_HOLD_AS_LOADED, else converted
@@ -81,33 +84,42 @@
 #define UF_CAT3(a, b, c) UF_CAT3_(a, b, c)
 #define UF_VNAME(base) UF_CAT3(base, UF_SFX, UF_VEC)
 
+#define UF_VEC_BYTES (UF_VEC * (UF_DT == 1 ? 4 : UF_DT == 4 ? 8 : 2))
 #if UF_VEC == 1
 #define UF_LOADV(dst, p, i) ((dst)[0] = UF_TO_ACC((p)[i]))
 #define UF_STOREV(p, i, src) ((p)[i] = UF_FROM_ACC((src)[0]))
+#define UF_LOADVEC(dst, src) memcpy((dst), (src), sizeof(UF_T))
+#define UF_STOREVEC(dst, src) memcpy((dst), (src), sizeof(UF_T))
 #else
-#if UF_VEC * 4 * ((UF_DT == 1) + 2 * (UF_DT == 4)) + UF_VEC * 2 * (UF_DT == 2 || UF_DT == 3) != 16
-#error "UF_VEC must be 1 or fill 16 bytes"
+#if UF_VEC_BYTES == 16
+#define UF_LOADVEC(dst, src) UF_LOAD16((dst), (src))
+#define UF_STOREVEC(dst, src) UF_STORE16((dst), (src))
+#elif UF_VEC_BYTES == 8
+#define UF_LOADVEC(dst, src) UF_LOAD8((dst), (src))
+#define UF_STOREVEC(dst, src) UF_STORE8((dst), (src))
+#else
+#error "UF_VEC must be 1 or fill 16 or 8 bytes"
 #endif
 #if UF_PAIRED /* 16-bit types: convert two per 32-bit word */
 #define UF_LOADV(dst, p, i)                                                                        \
     do {                                                                                           \
-        uint32_t uf_w_[4];                                                                         \
-        UF_LOAD16(uf_w_, (p) + (i));                                                               \
-        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_)                                          \
+        uint32_t uf_w_[UF_VEC / 2];                                                                \
+        UF_LOADVEC(uf_w_, (p) + (i));                                                              \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC / 2; ++uf_k_)                                 \
             UF_PAIR_TO_ACC(uf_w_[uf_k_], &(dst)[2 * uf_k_]);                                       \
     } while (0)
 #define UF_STOREV(p, i, src)                                                                       \
     do {                                                                                           \
-        uint32_t uf_w_[4];                                                                         \
-        UF_UNROLL for (int uf_k_ = 0; uf_k_ < 4; ++uf_k_) uf_w_[uf_k_] =                           \
+        uint32_t uf_w_[UF_VEC / 2];                                                                \
+        UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC / 2; ++uf_k_) uf_w_[uf_k_] =                  \
             UF_PAIR_FROM_ACC((src)[2 * uf_k_], (src)[2 * uf_k_ + 1]);                              \
-        UF_STORE16((p) + (i), uf_w_);                                                              \
+        UF_STOREVEC((p) + (i), uf_w_);                                                             \
     } while (0)
 #else
 #define UF_LOADV(dst, p, i)                                                                        \
     do {                                                                                           \
         UF_T uf_e_[UF_VEC];                                                                        \
-        UF_LOAD16(uf_e_, (p) + (i));                                                               \
+        UF_LOADVEC(uf_e_, (p) + (i));                                                              \
         UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_)(dst)[uf_k_] =                       \
             UF_TO_ACC(uf_e_[uf_k_]);                                                               \
     } while (0)
@@ -116,7 +128,7 @@
         UF_T uf_e_[UF_VEC];                                                                        \
         UF_UNROLL for (int uf_k_ = 0; uf_k_ < UF_VEC; ++uf_k_) uf_e_[uf_k_] =                      \
             UF_FROM_ACC((src)[uf_k_]);                                                             \
-        UF_STORE16((p) + (i), uf_e_);                                                              \
+        UF_STOREVEC((p) + (i), uf_e_);                                                             \
     } while (0)
 #endif
 #endif
@@ -124,7 +136,9 @@
 #ifndef UF_HOLD_AS_LOADED
 #error "the layer must define UF_HOLD_AS_LOADED"
 #endif
-#if UF_VEC == 1 || !UF_HOLD_AS_LOADED
+/* 8-byte accesses are held as compute values, so that the form held as
+ * loaded has 16-byte accesses only to handle. */
+#if UF_VEC == 1 || !UF_HOLD_AS_LOADED || UF_VEC_BYTES != 16
 /* An access held as compute values. */
 #define UF_HELD UF_ACC
 #define UF_HELD_N UF_VEC

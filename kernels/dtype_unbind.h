@@ -10,6 +10,9 @@
 #undef UF_SQRT_ACC
 #undef UF_LOADV
 #undef UF_STOREV
+#undef UF_VEC_BYTES
+#undef UF_LOADVEC
+#undef UF_STOREVEC
 #undef UF_PAIRED
 #undef UF_PAIR_TO_ACC
 #undef UF_PAIR_FROM_ACC

@@ -73,11 +73,12 @@ typedef enum uf_mask_kind {
 #endif
 /* The same for the backward (uf_softmax_bwd_span_kept), whose shares keep
  * y and dy as held (32 KiB a block), by element size and whether the
- * kernel is the vectorised one (the scalar 16-bit kernel holds values
- * converted, twice the bytes). */
+ * kernel is the 16-byte one (on GPUs it holds accesses as stored; the
+ * element-wide and 8-byte 16-bit kernels hold values converted, twice the
+ * bytes). */
 #ifndef UF_SOFTMAX_SPAN_SHARED_BWD
-#define UF_SOFTMAX_SPAN_SHARED_BWD(esize, vectorised)                                              \
-    (UF_THREAD_WORK > 1 ? 0 : (esize) == 4 || ((esize) == 2 && (vectorised)))
+#define UF_SOFTMAX_SPAN_SHARED_BWD(esize, access16)                                                \
+    (UF_THREAD_WORK > 1 ? 0 : (esize) == 4 || ((esize) == 2 && (access16)))
 #endif
 #ifndef UF_SOFTMAX_SPAN_BLOCKS
 #define UF_SOFTMAX_SPAN_BLOCKS(esize) 4
@@ -147,6 +148,17 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, vec)
 
+/* The 8-byte kernels (instantiate_access8.h), every path. */
+#define UF_SOFTMAX_DECLARE_ACCESS8(dt, vec)                                                        \
+    UF_SOFTMAX_DECLARE(fwd, dt, vec)                                                               \
+    UF_SOFTMAX_DECLARE(bwd, dt, vec)                                                               \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide, dt, vec)                                                 \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_wide, dt, vec)                                                 \
+    UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, vec)                                               \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, vec)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -171,6 +183,11 @@ UF_SOFTMAX_DECLARE_NARROW(f32, 4)
 UF_SOFTMAX_DECLARE_NARROW(f16, 8)
 UF_SOFTMAX_DECLARE_NARROW(bf16, 8)
 UF_SOFTMAX_DECLARE_NARROW(f64, 2)
+#endif
+#if UF_ACCESS8_KERNELS
+UF_SOFTMAX_DECLARE_ACCESS8(f32, 2)
+UF_SOFTMAX_DECLARE_ACCESS8(f16, 4)
+UF_SOFTMAX_DECLARE_ACCESS8(bf16, 4)
 #endif
 #ifdef __cplusplus
 }

@@ -106,7 +106,7 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #undef UF_REG_WRITE
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED
-#define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED_BWD((int)sizeof(UF_T), UF_VEC > 1)
+#define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED_BWD((int)sizeof(UF_T), UF_VEC_BYTES == 16)
 #define UF_REG_BOUNDED 1
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span_kept)
 #define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_span_kept_load)

@@ -47,7 +47,7 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
 }
 
 /* One access's UF_VEC values as stored, between a local array and memory
- * (`op` UF_LOAD16 or UF_STORE16; a plain copy for scalar accesses). */
+ * (`op` UF_LOADVEC or UF_STOREVEC; a plain copy for scalar accesses). */
 #define UF_SOFTMAX_ACCESS(op, dst, src)                                                            \
     do {                                                                                           \
         if (UF_VEC == 1)                                                                           \

@@ -33,7 +33,7 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
         UF_T x[UF_REG_N];
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-            UF_LOAD16(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
+            UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
         }
         for (int i = 0; i < UF_REG_N; ++i)
             v[i] = UF_TO_ACC(x[i]);
@@ -43,7 +43,7 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
             const UF_T *mask = (const UF_T *)r->mask;
             for (int k = 0; k < UF_REG_NV; ++k) {
                 const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-                UF_LOAD16(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
+                UF_LOADVEC(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
             }
             for (int i = 0; i < UF_REG_N; ++i)
                 v[i] = v[i] * r->scale + UF_TO_ACC(x[i]);
@@ -124,7 +124,7 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)
                 break;
-            UF_SOFTMAX_ACCESS(UF_STORE16, &y[j0], &out[k * UF_VEC]);
+            UF_SOFTMAX_ACCESS(UF_STOREVEC, &y[j0], &out[k * UF_VEC]);
         }
     } else {
         UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)

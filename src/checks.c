@@ -47,3 +47,11 @@ int uf_aligned16(const void *p)
 {
     return ((uintptr_t)p & 15u) == 0;
 }
+
+int uf_alignment16(const void *p)
+{
+    int align = 16;
+    while (align > 1 && ((uintptr_t)p & (uintptr_t)(align - 1)) != 0)
+        align /= 2;
+    return align;
+}

@@ -23,4 +23,8 @@ int uf_same_or_disjoint(const void *a, const void *b, size_t bytes);
 /* Whether a device pointer allows 16-byte vector access (NULL does). */
 int uf_aligned16(const void *p);
 
+/* The largest power of two up to 16 that divides a device pointer's
+ * address: the widest access it allows (16 for NULL). */
+int uf_alignment16(const void *p);
+
 #endif

@@ -27,7 +27,7 @@ enum {
 #else
 #define UF_SM_NARROW(pass, dt, vec) uf_softmax_##pass##_reg_##dt##_v##vec##_launch
 #endif
-/* Indexed [backward][dtype - 1][vectorised][path]. */
+/* Indexed [backward][dtype - 1][access: element-wide, 16-byte, 8-byte][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
         uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
@@ -38,15 +38,23 @@ enum {
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
             uf_softmax_##pass##_split_apply_##dt##_v##vec##_launch                                 \
     }
-#define UF_SM_ROW(pass, dt, vec)                                                                   \
+#define UF_SM_ROW(pass, dt, vec, vec8)                                                             \
     {                                                                                              \
-        UF_SM_PATHS(pass, dt, 1), UF_SM_PATHS(pass, dt, vec)                                       \
+        UF_SM_PATHS(pass, dt, 1), UF_SM_PATHS(pass, dt, vec), UF_SM_PATHS(pass, dt, vec8)          \
     }
-static const uf_softmax_launcher launchers[2][4][2][NPATHS] = {
-    {UF_SM_ROW(fwd, f32, 4), UF_SM_ROW(fwd, f16, 8), UF_SM_ROW(fwd, bf16, 8),
-     UF_SM_ROW(fwd, f64, 2)},
-    {UF_SM_ROW(bwd, f32, 4), UF_SM_ROW(bwd, f16, 8), UF_SM_ROW(bwd, bf16, 8),
-     UF_SM_ROW(bwd, f64, 2)}};
+/* The 8-byte kernels where the layer builds them (instantiate_access8.h);
+ * elsewhere, and for f64, the column repeats the element-wide kernels,
+ * which launch_here never picks there. */
+#if UF_ACCESS8_KERNELS
+#define UF_SM_V8(vec) vec
+#else
+#define UF_SM_V8(vec) 1
+#endif
+static const uf_softmax_launcher launchers[2][4][3][NPATHS] = {
+    {UF_SM_ROW(fwd, f32, 4, UF_SM_V8(2)), UF_SM_ROW(fwd, f16, 8, UF_SM_V8(4)),
+     UF_SM_ROW(fwd, bf16, 8, UF_SM_V8(4)), UF_SM_ROW(fwd, f64, 2, 1)},
+    {UF_SM_ROW(bwd, f32, 4, UF_SM_V8(2)), UF_SM_ROW(bwd, f16, 8, UF_SM_V8(4)),
+     UF_SM_ROW(bwd, bf16, 8, UF_SM_V8(4)), UF_SM_ROW(bwd, f64, 2, 1)}};
 
 /* One block per row rereads its row from L2 only while the rows in flight
  * fit there, and fills the device only with enough rows; longer or fewer
@@ -223,7 +231,8 @@ static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
 }
 
 /* Threads a row takes where a warp holds several rows: `need` at the
- * path's share, `accesses` the row's accesses of `vec` width. Where a
+ * path's share, `accesses` the row's accesses, `vec` whether they are
+ * wider than an element (16 or 8 bytes). Where a
  * group's items interleave (GPUs), a thread that holds a whole row of more
  * than two 16-byte accesses reads it at the row's stride, half a 32-byte
  * sector an access; two threads a row, which split it evenly, read whole
@@ -241,8 +250,8 @@ static int row_group(int backward, int64_t need, int64_t accesses, int vec)
     if (!UF_GROUP_ITEMS_INTERLEAVED || group > 2)
         return group;
     if (!vec) {
-        /* Element-wide accesses (a row not a whole number of 16-byte
-         * accesses) go one at a time: at most 7 keys a thread, up to 4
+        /* Element-wide accesses (a row a whole number of neither 16- nor
+         * 8-byte accesses) go one at a time: at most 7 keys a thread, up to 4
          * threads a row (H200, S = 10-28: 16-bit forward 11-19 -> 21-29%
          * of copy, fp32 S = 10, 14, 18 forward 18-33 -> 40-45%; one thread
          * for 10-14 keys, or 8 threads for 36 or 44, measured slower). */
@@ -325,14 +334,14 @@ static uf_status launch_span_once(const uf_softmax_launcher *paths, uf_softmax_a
  * per byte; fewer blocks than that leave multiprocessors idle), and others
  * where a row's blocks would not fit the device at once with those. */
 static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *a, uf_launch l,
-                             int backward, int vec, const uf_device_limits *lim, int max_threads,
-                             int esize, int acc_size)
+                             int backward, int access16, const uf_device_limits *lim,
+                             int max_threads, int esize, int acc_size)
 {
     l.threads = UF_SOFTMAX_SPAN_THREADS < max_threads ? UF_SOFTMAX_SPAN_THREADS : max_threads;
     a->group = l.threads;
     const int64_t per_share = (int64_t)l.threads * (UF_SOFTMAX_SPAN_BYTES(esize) / acc_size);
     const int most =
-        backward ? UF_SOFTMAX_SPAN_SHARED_BWD(esize, vec) : UF_SOFTMAX_SPAN_SHARED(esize);
+        backward ? UF_SOFTMAX_SPAN_SHARED_BWD(esize, access16) : UF_SOFTMAX_SPAN_SHARED(esize);
     const int64_t slots = (int64_t)lim->multiprocessors * (lim->max_threads_per_mp / l.threads);
     int shares = most;
     while (shares > 0 &&
@@ -354,8 +363,9 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
 }
 
 /* Chooses the path and launch shape from the row length and the device,
- * then launches. `vec_ok`: every pointer allows 16-byte access. */
-static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
+ * then launches. `align`: the alignment in bytes (1 to 16) every pointer
+ * has. */
+static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int align,
                              uf_stream stream)
 {
     uf_device_limits lim;
@@ -364,9 +374,17 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         return st;
     const int esize = (int)uf_dtype_size(d->dtype);
     const int acc_size = d->dtype == UF_F64 ? 8 : 4;
-    const int vec_width = 16 / esize;
-    const int vec = vec_ok && a->sk % vec_width == 0;
-    const int64_t width = vec ? vec_width : 1;
+    /* The widest access every row allows: 16 bytes, else 8 where the layer
+     * builds such kernels (a 16-bit row of 4 keys more than a multiple of
+     * 8, an fp32 row of 2 more than a multiple of 4), else an element. */
+    int access = esize;
+    if (align >= 16 && a->sk * esize % 16 == 0)
+        access = 16;
+    else if (UF_ACCESS8_KERNELS && esize < 8 && align >= 8 && a->sk * esize % 8 == 0)
+        access = 8;
+    const int vec = access > esize;
+    const int column = access == 16 ? 1 : vec ? 2 : 0; /* of launchers */
+    const int64_t width = access / esize;
     const int warp = lim.warp_size;
     const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
                                 ? lim.max_threads_per_block / warp * warp
@@ -401,7 +419,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         per_thread = narrow_per_thread;
         need = narrow_need;
     }
-    const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][vec];
+    const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][column];
     uf_launch l = {0, 0, stream, 0, 0};
     if (need <= warp) {
         /* Up to a warp per row, several rows per block. */
@@ -428,7 +446,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     }
     /* Longer rows stay in registers too, spread over blocks that run at
      * once, where the device holds enough of them. */
-    st = launch_span(paths, a, l, backward, vec, &lim, max_threads, esize, acc_size);
+    st = launch_span(paths, a, l, backward, access == 16, &lim, max_threads, esize, acc_size);
     if (st != UF_ERR_LAUNCH)
         return st;
     l.threads = max_threads;
@@ -443,13 +461,13 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
 }
 
 /* launch_here on the stream's device. */
-static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int vec_ok,
+static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int align,
                         uf_stream stream)
 {
     uf_device_scope scope;
     uf_status st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)
-        st = launch_here(backward, d, a, vec_ok, stream);
+        st = launch_here(backward, d, a, align, stream);
     return ufb_scope_leave(&scope, st);
 }
 
@@ -493,8 +511,10 @@ uf_status uf_softmax_forward(const uf_softmax_desc *desc, const void *x, const v
     a.x = x;
     a.x2 = a.mask_kind != UF_MASK_NONE ? mask : NULL;
     a.out = y;
-    const int mask_vec_ok = a.mask_kind != UF_MASK_ADD_SAME || uf_aligned16(mask);
-    return launch(0, desc, &a, uf_aligned16(x) && uf_aligned16(y) && mask_vec_ok, stream);
+    int align = uf_alignment16(x) < uf_alignment16(y) ? uf_alignment16(x) : uf_alignment16(y);
+    if (a.mask_kind == UF_MASK_ADD_SAME && uf_alignment16(mask) < align)
+        align = uf_alignment16(mask);
+    return launch(0, desc, &a, align, stream);
 }
 
 uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const void *dy, void *dx,
@@ -514,5 +534,8 @@ uf_status uf_softmax_backward(const uf_softmax_desc *desc, const void *y, const 
     a.x = y;
     a.x2 = dy;
     a.out = dx;
-    return launch(1, desc, &a, uf_aligned16(y) && uf_aligned16(dy) && uf_aligned16(dx), stream);
+    int align = uf_alignment16(y) < uf_alignment16(dy) ? uf_alignment16(y) : uf_alignment16(dy);
+    if (uf_alignment16(dx) < align)
+        align = uf_alignment16(dx);
+    return launch(1, desc, &a, align, stream);
 }

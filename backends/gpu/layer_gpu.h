@@ -206,6 +206,20 @@ UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16)
         *(uint4 *)(dst) = uf_v16_;                                                                 \
     } while (0)
 
+/* ---- 8-byte access (callers guarantee 8-byte alignment): the softmax's
+ * rows whose length fits no 16-byte access (softmax_forward.c) ---- */
+#define UF_LOAD8(dst, src)                                                                         \
+    do {                                                                                           \
+        const uint2 uf_v8_ = *(const uint2 *)(src);                                                \
+        memcpy((dst), &uf_v8_, 8);                                                                 \
+    } while (0)
+#define UF_STORE8(dst, src)                                                                        \
+    do {                                                                                           \
+        uint2 uf_v8_;                                                                              \
+        memcpy(&uf_v8_, (src), 8);                                                                 \
+        *(uint2 *)(dst) = uf_v8_;                                                                  \
+    } while (0)
+
 /* UF_LOAD16 for data that other threads read again soon (a softmax mask row
  * shared by the heads): the vendor's cache policy that keeps it longest,
  * where there is one. */

@@ -21,4 +21,10 @@
 /* A thread's loops are unrolled into scalar registers, not vectorised. */
 #define UF_VECTORISED_LOOPS 0
 
+/* 1: the softmax kernels are built with 8-byte accesses too
+ * (instantiate_access8.h), for rows whose length fits no 16-byte access:
+ * element-wide, such rows ran at a third to a half of the copy bandwidth
+ * of their 16-byte neighbours (docs/results.md, 2026-12-05). */
+#define UF_ACCESS8_KERNELS 1
+
 #endif

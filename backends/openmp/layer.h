@@ -234,6 +234,10 @@ UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, 
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)
 /* Data read again by other threads: no cache policy to set here. */
 #define UF_LOAD16_KEEP(dst, src) UF_LOAD16((dst), (src))
+/* 8-byte access; no kernel is built with it here (UF_ACCESS8_KERNELS 0,
+ * thread_work.h). */
+#define UF_LOAD8(dst, src) memcpy((dst), (src), 8)
+#define UF_STORE8(dst, src) memcpy((dst), (src), 8)
 
 /* ---- copies to shared memory that overlap later work (a GPU's
  * asynchronous copies; here an ordinary copy, done at once) ---- */

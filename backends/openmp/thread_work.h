@@ -28,4 +28,11 @@
  * prefer loops whose results are narrow (more lanes per vector). */
 #define UF_VECTORISED_LOOPS 1
 
+/* No 8-byte softmax kernels (see the GPU layer's thread_work_gpu.h): a
+ * CPU thread's element-wide loops vectorise already. -DUF_ACCESS8_KERNELS=1
+ * builds them here too, which runs their source through the CPU tests. */
+#ifndef UF_ACCESS8_KERNELS
+#define UF_ACCESS8_KERNELS 0
+#endif
+
 #endif

@@ -1,5 +1,5 @@
 /* Instantiates softmax_backward.h for every dtype and access width
- * (16-byte, element-wide, and on GPUs 8-byte). */
+ * (16-byte, 8-byte and element-wide). */
 #include "kernels/softmax_device.h"
 
 #define UF_TEMPLATE "kernels/softmax_backward.h"

@@ -17,7 +17,7 @@ static void row_lengths(void **state)
     /* 64 / 65 and 256 / 257: the last rows of the CPU's narrow paths
      * (src/softmax.c) and the first after them. */
     /* 6, 12, 1028, 4098, 20004 and 65538: rows a multiple of 8 bytes long
-     * but not of 16 in fp32 or in 16 bits (a GPU's 8-byte kernels). */
+     * but not of 16 in fp32 or in 16 bits (the 8-byte kernels). */
     static const int64_t lengths[] = {1,    2,    3,     6,     12,    31,    32,     33,   64,
                                       65,   127,  128,   256,   257,   1000,  1024,   1028, 3001,
                                       4097, 4098, 12000, 20004, 65537, 65538, 1048576};

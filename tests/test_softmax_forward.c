@@ -15,7 +15,7 @@ static void row_lengths(void **state)
     /* 64 / 65 and 256 / 257: the last rows of the CPU's narrow paths
      * (src/softmax.c) and the first after them. 6, 12, 1028, 4098, 20004
      * and 65538: rows a multiple of 8 bytes long but not of 16 in fp32 or
-     * in 16 bits (a GPU's 8-byte kernels, on each path). */
+     * in 16 bits (the 8-byte kernels, on each path). */
     static const int64_t lengths[] = {1,    2,    3,    6,     12,    31,    32,     33,
                                       64,   65,   127,  128,   256,   257,   1000,   1024,
                                       1028, 4097, 4098, 20004, 65537, 65538, 1048576};
@@ -194,8 +194,8 @@ static void in_place_and_misaligned(void **state)
                 const int64_t shape[] = {3, lengths[i]};
                 sm_case c = sm_make(dtypes[d], 2, shape);
                 c.in_place = variant != 1;
-                /* One element off 16-byte alignment, or 8 bytes off it (a
-                 * GPU's 8-byte kernels where the row's length allows). */
+                /* One element off 16-byte alignment, or 8 bytes off it (the
+                 * 8-byte kernels where the row's length allows). */
                 c.offset = variant == 3 ? 8 / uf_dtype_size(dtypes[d]) : variant >= 1 ? 1 : 0;
                 const int64_t mshape[] = {lengths[i]};
                 sm_set_mask(&c, UF_F32, 1, mshape);

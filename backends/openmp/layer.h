@@ -234,8 +234,7 @@ UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, 
 #define UF_STORE16(dst, src) memcpy((dst), (src), 16)
 /* Data read again by other threads: no cache policy to set here. */
 #define UF_LOAD16_KEEP(dst, src) UF_LOAD16((dst), (src))
-/* 8-byte access; no kernel is built with it here (UF_ACCESS8_KERNELS 0,
- * thread_work.h). */
+/* 8-byte access (the softmax's 8-byte kernels, UF_ACCESS8_KERNELS). */
 #define UF_LOAD8(dst, src) memcpy((dst), (src), 8)
 #define UF_STORE8(dst, src) memcpy((dst), (src), 8)
 

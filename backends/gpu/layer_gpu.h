@@ -193,32 +193,23 @@ UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16, uf_f32_to_f16)
 UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_to_f32)
 UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16)
 
-/* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
-#define UF_LOAD16(dst, src)                                                                        \
+/* ---- vector access: 16 bytes, or 8 (the softmax's rows whose length
+ * fits no 16-byte access); callers guarantee the alignment ---- */
+#define UF_LOAD_AS(type, dst, src)                                                                 \
     do {                                                                                           \
-        const uint4 uf_v16_ = *(const uint4 *)(src);                                               \
-        memcpy((dst), &uf_v16_, 16);                                                               \
+        const type uf_v_ = *(const type *)(src);                                                   \
+        memcpy((dst), &uf_v_, sizeof uf_v_);                                                       \
     } while (0)
-#define UF_STORE16(dst, src)                                                                       \
+#define UF_STORE_AS(type, dst, src)                                                                \
     do {                                                                                           \
-        uint4 uf_v16_;                                                                             \
-        memcpy(&uf_v16_, (src), 16);                                                               \
-        *(uint4 *)(dst) = uf_v16_;                                                                 \
+        type uf_v_;                                                                                \
+        memcpy(&uf_v_, (src), sizeof uf_v_);                                                       \
+        *(type *)(dst) = uf_v_;                                                                    \
     } while (0)
-
-/* ---- 8-byte access (callers guarantee 8-byte alignment): the softmax's
- * rows whose length fits no 16-byte access (softmax_forward.c) ---- */
-#define UF_LOAD8(dst, src)                                                                         \
-    do {                                                                                           \
-        const uint2 uf_v8_ = *(const uint2 *)(src);                                                \
-        memcpy((dst), &uf_v8_, 8);                                                                 \
-    } while (0)
-#define UF_STORE8(dst, src)                                                                        \
-    do {                                                                                           \
-        uint2 uf_v8_;                                                                              \
-        memcpy(&uf_v8_, (src), 8);                                                                 \
-        *(uint2 *)(dst) = uf_v8_;                                                                  \
-    } while (0)
+#define UF_LOAD16(dst, src) UF_LOAD_AS(uint4, dst, src)
+#define UF_STORE16(dst, src) UF_STORE_AS(uint4, dst, src)
+#define UF_LOAD8(dst, src) UF_LOAD_AS(uint2, dst, src)
+#define UF_STORE8(dst, src) UF_STORE_AS(uint2, dst, src)
 
 /* UF_LOAD16 for data that other threads read again soon (a softmax mask row
  * shared by the heads): the vendor's cache policy that keeps it longest,

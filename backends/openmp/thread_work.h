@@ -30,8 +30,8 @@
 
 /* The softmax kernels with 8-byte accesses too (see thread_work_gpu.h):
  * here a row of element-wide accesses takes the scalar code, which does not
- * vectorise (2-core machine, backward of 16-bit rows of 1028 and 4100 keys
- * 13 -> 26% of copy, fp32 rows of 1026 keys 23 -> 34%); and so the CPU
+ * vectorise (2-core machine, backward of f16 rows of 1028 and 4100 keys
+ * 13 -> 29% of copy, of fp32 rows of 1026 keys 25 -> 37%); and so the CPU
  * tests run the kernels the GPUs take for such rows. -DUF_ACCESS8_KERNELS=0
  * leaves them out. */
 #ifndef UF_ACCESS8_KERNELS

@@ -38,8 +38,8 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (row < a->rows && j0 < a->sk) {
-                UF_SOFTMAX_ACCESS(UF_LOADVEC, &ys[k * UF_VEC], &yr[j0]);
-                UF_SOFTMAX_ACCESS(UF_LOADVEC, &dys[k * UF_VEC], &dyr[j0]);
+                UF_LOADVEC(&ys[k * UF_VEC], &yr[j0]);
+                UF_LOADVEC(&dys[k * UF_VEC], &dyr[j0]);
             } else {
                 for (int e = 0; e < UF_VEC; ++e)
                     ys[k * UF_VEC + e] = dys[k * UF_VEC + e] = UF_FROM_ACC((UF_ACC)0);
@@ -98,7 +98,7 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, int64_t row, int lane, int64_t
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)
                 break;
-            UF_SOFTMAX_ACCESS(UF_STOREVEC, &dx[j0], &out[k * UF_VEC]);
+            UF_STOREVEC(&dx[j0], &out[k * UF_VEC]);
         }
         return;
     }

@@ -46,16 +46,6 @@ UF_FN int64_t uf_softmax_last_key(const uf_softmax_args *a, int64_t row)
     return q + (a->sk - a->sq);
 }
 
-/* One access's UF_VEC values as stored, between a local array and memory
- * (`op` UF_LOADVEC or UF_STOREVEC; a plain copy for scalar accesses). */
-#define UF_SOFTMAX_ACCESS(op, dst, src)                                                            \
-    do {                                                                                           \
-        if (UF_VEC == 1)                                                                           \
-            *(dst) = *(src);                                                                       \
-        else                                                                                       \
-            op((dst), (src));                                                                      \
-    } while (0)
-
 /* The logical block whose rows block b takes, rows in the order that
  * a.order_* set (softmax_args.h): a tile's blocks of one head, then the
  * tile's blocks of the next head, so that the heads sharing a mask row

@@ -124,7 +124,7 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)
                 break;
-            UF_SOFTMAX_ACCESS(UF_STOREVEC, &y[j0], &out[k * UF_VEC]);
+            UF_STOREVEC(&y[j0], &out[k * UF_VEC]);
         }
     } else {
         UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)

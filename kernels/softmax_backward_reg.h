@@ -34,6 +34,9 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_
         /* Loaded as stored, converted in one loop over the thread's values,
          * the dot a tree of products: each step vector code (see the
          * forward's write step). */
+        const int64_t j = first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC;
+        UF_PREFETCH_AHEAD(&yr[j], sizeof(UF_T) * UF_REG_N, 0);
+        UF_PREFETCH_AHEAD(&dyr[j], sizeof(UF_T) * UF_REG_N, 0);
         UF_T ys[UF_REG_N], dys[UF_REG_N];
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
@@ -94,6 +97,8 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, int64_t row, int lane, int64_t
         }
         UF_T out[UF_REG_N];
         UF_RUN_FROM_ACC(out, g, UF_REG_N);
+        UF_PREFETCH_AHEAD(&dx[first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC],
+                          sizeof(UF_T) * UF_REG_N, 1);
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)

@@ -14,6 +14,9 @@
  * multiprocessor).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
+#if UF_VECTORISED_LOOPS && UF_GROUP_ITEMS_INTERLEAVED
+#error "UF_REG_LOGITS's vectorised loops take a thread's keys as consecutive"
+#endif
 /* whether blocks take rows in order_rows' order (softmax_args.h) */
 #define UF_REG_ORDER UF_SOFTMAX_ORDER_ROWS((int)sizeof(UF_T))
 
@@ -27,38 +30,49 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
                          int lane, int64_t first, UF_ACC *v)
 {
     if (UF_VECTORISED_LOOPS && UF_VEC > 1) {
-        /* x as stored, converted in one loop over the thread's keys (which
-         * vectorises), then the mask access by access (f16 forward 17 ->
-         * 25% of copy, f32 with the mask 46 -> 50-66%). */
+        /* x as stored, converted in one run over the thread's keys (a
+         * vector loop, or F16C: f16 forward 17 -> 25% of copy, f32 with the
+         * mask 46 -> 50-66%, F16C a tenth less time), then the mask; the
+         * thread's share a few turns later asked for meanwhile
+         * (UF_PREFETCH_AHEAD). Where loops vectorise a thread's
+         * keys are consecutive (thread_work.h), so the keys the row shows
+         * are its first n: a test per access, of 64-bit key indices, took a
+         * quarter of the 16-bit forward's time (perf, 2-core machine). */
+        const int64_t j = first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC;
+        UF_PREFETCH_AHEAD(&r->x[j], sizeof(UF_T) * UF_REG_N, 0);
         UF_T x[UF_REG_N];
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
         }
-        for (int i = 0; i < UF_REG_N; ++i)
-            v[i] = UF_TO_ACC(x[i]);
+        UF_RUN_TO_ACC(v, x, UF_REG_N);
+        const int64_t shown = r->last_key - j + 1;
+        const int n = shown <= 0 ? 0 : shown < UF_REG_N ? (int)shown : UF_REG_N;
         if (kind == UF_MASK_ADD_SAME) {
             /* The mask of x's type the same way: converted access by
              * access, a 16-bit mask kept the loop scalar. */
             const UF_T *mask = (const UF_T *)r->mask;
+            UF_PREFETCH_AHEAD(&mask[j], sizeof(UF_T) * UF_REG_N, 0);
             for (int k = 0; k < UF_REG_NV; ++k) {
                 const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                 UF_LOADVEC(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
             }
             for (int i = 0; i < UF_REG_N; ++i)
                 v[i] = v[i] * r->scale + UF_TO_ACC(x[i]);
-            for (int k = 0; k < UF_REG_NV; ++k) {
-                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-                UF_VNAME(uf_softmax_hide_keys)(r, j0, &v[k * UF_VEC]);
-            }
-            return;
+        } else if (kind == UF_MASK_ADD_F32) {
+            const float *mask = (const float *)r->mask + j;
+            for (int i = 0; i < n; ++i)
+                v[i] = v[i] * r->scale + (UF_ACC)mask[i];
+        } else if (kind == UF_MASK_BOOL) {
+            const unsigned char *mask = (const unsigned char *)r->mask + j;
+            for (int i = 0; i < n; ++i)
+                v[i] = mask[i] ? (UF_ACC)-INFINITY : v[i] * r->scale;
+        } else {
+            for (int i = 0; i < UF_REG_N; ++i)
+                v[i] *= r->scale;
         }
-        for (int k = 0; k < UF_REG_NV; ++k) {
-            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-            UF_VNAME(uf_softmax_held) h;
-            UF_VNAME(uf_softmax_hold_mask)(r, kind, j0 <= last ? j0 : 0, &h);
-            UF_VNAME(uf_softmax_mask_keys)(r, kind, j0, &h, &v[k * UF_VEC]);
-        }
+        for (int i = n; i < UF_REG_N; ++i)
+            v[i] = (UF_ACC)-INFINITY;
         return;
     }
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
@@ -113,13 +127,16 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
 {
     const int group = a->group;
     if (UF_VECTORISED_LOOPS) {
-        /* Converted to the stored type in one loop over the thread's
+        /* Converted to the stored type in one run over the thread's
          * values, then stored access by access: converted access by access,
          * a 16-bit conversion stays scalar code (2-core machine, S = 2048:
          * bf16 forward 16 -> 33% of copy). */
         UF_T out[UF_REG_N];
         for (int i = 0; i < UF_REG_N; ++i)
-            out[i] = UF_FROM_ACC(v[i] * inv);
+            v[i] *= inv;
+        UF_RUN_FROM_ACC(out, v, UF_REG_N);
+        UF_PREFETCH_AHEAD(&y[first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC],
+                          sizeof(UF_T) * UF_REG_N, 1);
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)

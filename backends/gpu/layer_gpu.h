@@ -211,6 +211,10 @@ UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16)
 #define UF_LOAD8(dst, src) UF_LOAD_AS(uint2, dst, src)
 #define UF_STORE8(dst, src) UF_STORE_AS(uint2, dst, src)
 
+/* A CPU's request for data a thread takes later (openmp/layer.h); a GPU
+ * hides memory latency with other warps instead. */
+#define UF_PREFETCH_AHEAD(p, bytes, write) ((void)(p))
+
 /* UF_LOAD16 for data that other threads read again soon (a softmax mask row
  * shared by the heads): the vendor's cache policy that keeps it longest,
  * where there is one. */

@@ -41,7 +41,12 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
         const int64_t j = first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC;
         UF_PREFETCH_AHEAD(&r->x[j], sizeof(UF_T) * UF_REG_N, 0);
         UF_T x[UF_REG_N];
-        for (int k = 0; k < UF_REG_NV; ++k) {
+        /* A share wholly inside the row in one copy (see the backward's
+         * UF_REG_LOAD). */
+        const int whole = j + UF_REG_N - 1 <= last;
+        if (whole)
+            memcpy(x, &r->x[j], sizeof x);
+        for (int k = 0; k < UF_REG_NV && !whole; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
         }

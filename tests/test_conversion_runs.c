@@ -6,7 +6,8 @@
  * random bit patterns and the special values; runs of every length up to
  * a few vectors, at even and odd element offsets. Meson runs it at each
  * x86-64 level (UF_CPU_LEVEL), so F16C's path and the bit arithmetic are
- * both checked. A CPU-layer test: GPU layers have no run conversions of
+ * both checked; built again as each kernel copy is (-march=x86-64-v3/v4),
+ * it checks the copies' inline F16C runs. A CPU-layer test: GPU layers have no run conversions of
  * their own (they loop over their scalar ones).
  */
 /* clang-format off: cmocka needs these first, in this order */
@@ -142,6 +143,15 @@ static void every_short_length(void **state)
 
 int main(void)
 {
+#ifdef UF_TEST_CPU_LEVEL
+    /* Built as a kernel copy is (tests/meson.build), with the inline F16C
+     * runs: only where the CPU runs that level's code. */
+    if (ufb_cpu_level() < UF_TEST_CPU_LEVEL) {
+        printf("conversion_runs: skipped, all 3 tests: this CPU runs no x86-64 level %d code\n",
+               UF_TEST_CPU_LEVEL);
+        return 77;
+    }
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(widen_every_f16),
         cmocka_unit_test(narrow_boundaries_and_random),

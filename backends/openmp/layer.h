@@ -191,8 +191,9 @@ UF_FN uint32_t uf_f32x2_to_bf16x2(float lo, float hi)
 }
 
 /* Runs of 16-bit values (conversion_runs.h). bfloat16 runs are inline
- * loops, which gcc vectorises. binary16 runs call F16C's loops
- * (f16c_runs.c) where ufb_cpu_level() >= 3 (x86-64-v3 includes F16C), else
+ * loops, which gcc vectorises. binary16 runs are F16C's loops
+ * (f16c_loops.h): inline in the x86-64-v3/v4 kernel copies; in the
+ * baseline code, calls to f16c_runs.c where ufb_cpu_level() >= 3, else
  * run inline loops of the bit arithmetic: gcc 12 vectorises no _Float16
  * conversion, and the bit arithmetic only to about a fifth of F16C's rate
  * (measured on the 2-core machine with AVX-512: 5 and 3 G values a second
@@ -201,15 +202,27 @@ UF_DEFINE_RUN_TO_F32(UF_FN, uf_bf16_run_to_f32, uf_bf16_bits_to_f32)
 UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16_bits)
 UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_bits_run_to_f32, uf_f16_bits_to_f32)
 UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16_bits, uf_f32_to_f16_bits)
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(UF_CPU_ISA) && defined(__F16C__)
+/* The x86-64-v3/v4 copies: F16C inline (f16c_loops.h). */
+#include "openmp/f16c_loops.h"
+#define UF_CPU_F16C_RUNS 0
+#define UF_CPU_F16C_INLINE 1
+UF_DEFINE_F16C_RUNS(static inline, uf_f16c_inline_to_f32, uf_f16c_inline_from_f32)
+#elif defined(__x86_64__) && defined(__GNUC__)
+#define UF_CPU_F16C_INLINE 0
 #define UF_CPU_F16C_RUNS 1
 UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n);
 UF_CPU_HIDDEN void ufb_f16c_run_from_f32(uint16_t *restrict dst, const float *restrict src, int n);
 #else
+#define UF_CPU_F16C_INLINE 0
 #define UF_CPU_F16C_RUNS 0
 #endif
 UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n)
 {
+#if UF_CPU_F16C_INLINE
+    uf_f16c_inline_to_f32(dst, src, n);
+    return;
+#endif
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_to_f32(dst, src, n);
@@ -220,6 +233,10 @@ UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, 
 }
 UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, int n)
 {
+#if UF_CPU_F16C_INLINE
+    uf_f16c_inline_from_f32(dst, src, n);
+    return;
+#endif
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_from_f32(dst, src, n);

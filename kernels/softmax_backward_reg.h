@@ -46,17 +46,17 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_
         if (whole) {
             memcpy(ys, &yr[j], sizeof ys);
             memcpy(dys, &dyr[j], sizeof dys);
-        }
-        for (int k = 0; k < UF_REG_NV && !whole; ++k) {
-            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-            if (row < a->rows && j0 < a->sk) {
-                UF_LOADVEC(&ys[k * UF_VEC], &yr[j0]);
-                UF_LOADVEC(&dys[k * UF_VEC], &dyr[j0]);
-            } else {
-                for (int e = 0; e < UF_VEC; ++e)
-                    ys[k * UF_VEC + e] = dys[k * UF_VEC + e] = UF_FROM_ACC((UF_ACC)0);
+        } else
+            for (int k = 0; k < UF_REG_NV; ++k) {
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+                if (row < a->rows && j0 < a->sk) {
+                    UF_LOADVEC(&ys[k * UF_VEC], &yr[j0]);
+                    UF_LOADVEC(&dys[k * UF_VEC], &dyr[j0]);
+                } else {
+                    for (int e = 0; e < UF_VEC; ++e)
+                        ys[k * UF_VEC + e] = dys[k * UF_VEC + e] = UF_FROM_ACC((UF_ACC)0);
+                }
             }
-        }
         UF_HOLD_RUN(y, ys, UF_REG_N);
         UF_HOLD_RUN(dy, dys, UF_REG_N);
         UF_ACC prod[UF_REG_N], dot;

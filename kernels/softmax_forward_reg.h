@@ -46,10 +46,11 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
         const int whole = j + UF_REG_N - 1 <= last;
         if (whole)
             memcpy(x, &r->x[j], sizeof x);
-        for (int k = 0; k < UF_REG_NV && !whole; ++k) {
-            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-            UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
-        }
+        else
+            for (int k = 0; k < UF_REG_NV; ++k) {
+                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+                UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
+            }
         UF_RUN_TO_ACC(v, x, UF_REG_N);
         const int64_t shown = r->last_key - j + 1;
         const int n = shown <= 0 ? 0 : shown < UF_REG_N ? (int)shown : UF_REG_N;

@@ -203,26 +203,19 @@ UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16_bits)
 UF_DEFINE_RUN_TO_F32(UF_FN, uf_f16_bits_run_to_f32, uf_f16_bits_to_f32)
 UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_f16_bits, uf_f32_to_f16_bits)
 #if defined(UF_CPU_ISA) && defined(__F16C__)
-/* The x86-64-v3/v4 copies: F16C inline (f16c_loops.h). */
+/* The x86-64-v3/v4 copies: the runs are F16C code inline. */
 #include "openmp/f16c_loops.h"
-#define UF_CPU_F16C_RUNS 0
-#define UF_CPU_F16C_INLINE 1
-UF_DEFINE_F16C_RUNS(static inline, uf_f16c_inline_to_f32, uf_f16c_inline_from_f32)
-#elif defined(__x86_64__) && defined(__GNUC__)
-#define UF_CPU_F16C_INLINE 0
+UF_DEFINE_F16C_RUNS(UF_FN, uf_f16_run_to_f32, uf_f32_run_to_f16)
+#else
+#if defined(__x86_64__) && defined(__GNUC__)
 #define UF_CPU_F16C_RUNS 1
 UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n);
 UF_CPU_HIDDEN void ufb_f16c_run_from_f32(uint16_t *restrict dst, const float *restrict src, int n);
 #else
-#define UF_CPU_F16C_INLINE 0
 #define UF_CPU_F16C_RUNS 0
 #endif
 UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n)
 {
-#if UF_CPU_F16C_INLINE
-    uf_f16c_inline_to_f32(dst, src, n);
-    return;
-#endif
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_to_f32(dst, src, n);
@@ -233,10 +226,6 @@ UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, 
 }
 UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, int n)
 {
-#if UF_CPU_F16C_INLINE
-    uf_f16c_inline_from_f32(dst, src, n);
-    return;
-#endif
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
         ufb_f16c_run_from_f32(dst, src, n);
@@ -245,6 +234,7 @@ UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, 
 #endif
     uf_f32_run_to_f16_bits(dst, src, n);
 }
+#endif
 
 /* ---- 16-byte vector access (callers guarantee 16-byte alignment) ---- */
 #define UF_LOAD16(dst, src) memcpy((dst), (src), 16)
@@ -263,9 +253,9 @@ UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, 
  * machine, S = 4096: fp32 0.39 -> 0.27 ns an element with it, 16-bit
  * 0.29 -> 0.23; 2 KiB ahead gained less, 6 and 8 KiB no more). Not in the
  * activation kernels, plain streams that the cores' prefetchers follow:
- * asked for ahead, they took 3-39% more time. Never
- * faults, wherever it points; the address is integer arithmetic, so it may
- * pass the end of the tensor. */
+ * asked for ahead, they took 3-39% more time. Never faults, wherever it
+ * points; the address is integer arithmetic, so it may pass the end of the
+ * tensor. */
 #define UF_PREFETCH_DISTANCE 4096
 #define UF_PREFETCH_LINE 64
 #if defined(__GNUC__)

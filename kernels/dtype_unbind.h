@@ -24,3 +24,6 @@
 #undef UF_HOLD_RUN
 #undef UF_RUN_TO_ACC
 #undef UF_RUN_FROM_ACC
+#undef UF_RUN_TO_ACC_TIMES
+#undef UF_RUN_FROM_ACC_TIMES
+#undef UF_RUN_TIMES_

@@ -31,54 +31,57 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
 {
     if (UF_VECTORISED_LOOPS && UF_VEC > 1) {
         /* x as stored, converted in one run over the thread's keys (a
-         * vector loop, or F16C: f16 forward 17 -> 25% of copy, f32 with the
-         * mask 46 -> 50-66%, F16C a tenth less time), then the mask; the
-         * thread's share a few turns later asked for meanwhile
-         * (UF_PREFETCH_AHEAD). Where loops vectorise a thread's
-         * keys are consecutive (thread_work.h), so the keys the row shows
-         * are its first n: a test per access, of 64-bit key indices, took a
-         * quarter of the 16-bit forward's time (perf, 2-core machine). */
+         * vector loop, or F16C), then the mask; the thread's share a few
+         * turns later asked for meanwhile (UF_PREFETCH_AHEAD). Each pass
+         * over the share in memory stores it again: the loops stored each
+         * key seven times where three do now (a copy in, the scaling, the
+         * product with the sum's inverse and a copy out went), a fifth
+         * less time for the 16-bit forward (2-core machine). Where loops
+         * vectorise a thread's keys are consecutive (thread_work.h), so
+         * the keys the row shows are its first n: a test per access, of
+         * 64-bit key indices, took a quarter of the 16-bit forward's time
+         * (perf, 2-core machine). */
         const int64_t j = first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC;
         UF_PREFETCH_AHEAD(&r->x[j], sizeof(UF_T) * UF_REG_N, 0);
-        UF_T x[UF_REG_N];
-        /* A share wholly inside the row in one copy (see the backward's
-         * UF_REG_LOAD). */
+        /* A share wholly inside the row is converted where it lies; one at
+         * the row's end is gathered first (see the backward's
+         * UF_REG_LOAD). One conversion after both: with a conversion in
+         * each branch, gcc 12's x86-64-v4 copy of the 8-byte f16 kernel
+         * converted the gathered keys wrongly (test_softmax_forward, rows
+         * of 300 keys). */
         const int whole = j + UF_REG_N - 1 <= last;
-        if (whole)
-            memcpy(x, &r->x[j], sizeof x);
-        else
+        UF_T x[UF_REG_N];
+        const UF_T *keys = &r->x[j];
+        if (!whole) {
             for (int k = 0; k < UF_REG_NV; ++k) {
                 const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                 UF_LOADVEC(&x[k * UF_VEC], &r->x[j0 <= last ? j0 : 0]);
             }
-        UF_RUN_TO_ACC(v, x, UF_REG_N);
-        const int64_t shown = r->last_key - j + 1;
-        const int n = shown <= 0 ? 0 : shown < UF_REG_N ? (int)shown : UF_REG_N;
+            keys = x;
+        }
+        /* The scale in the conversion's pass where no mask follows; a
+         * mask's pass takes it in one multiply-add with the mask (applied
+         * in the conversion, bf16 rows of 4096 keys with their mask took
+         * a tenth more time). */
+        const UF_ACC later = kind == UF_MASK_NONE ? (UF_ACC)1 : r->scale;
+        UF_RUN_TO_ACC_TIMES(v, keys, UF_REG_N, kind == UF_MASK_NONE ? r->scale : (UF_ACC)1);
+        const UF_T *same = NULL;
         if (kind == UF_MASK_ADD_SAME) {
-            /* The mask of x's type the same way: converted access by
-             * access, a 16-bit mask kept the loop scalar. */
             const UF_T *mask = (const UF_T *)r->mask;
             UF_PREFETCH_AHEAD(&mask[j], sizeof(UF_T) * UF_REG_N, 0);
-            for (int k = 0; k < UF_REG_NV; ++k) {
-                const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-                UF_LOADVEC(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
+            if (whole) {
+                memcpy(x, &mask[j], sizeof x);
+            } else {
+                for (int k = 0; k < UF_REG_NV; ++k) {
+                    const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+                    UF_LOADVEC(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
+                }
             }
-            for (int i = 0; i < UF_REG_N; ++i)
-                v[i] = v[i] * r->scale + UF_TO_ACC(x[i]);
-        } else if (kind == UF_MASK_ADD_F32) {
-            const float *mask = (const float *)r->mask + j;
-            for (int i = 0; i < n; ++i)
-                v[i] = v[i] * r->scale + (UF_ACC)mask[i];
-        } else if (kind == UF_MASK_BOOL) {
-            const unsigned char *mask = (const unsigned char *)r->mask + j;
-            for (int i = 0; i < n; ++i)
-                v[i] = mask[i] ? (UF_ACC)-INFINITY : v[i] * r->scale;
-        } else {
-            for (int i = 0; i < UF_REG_N; ++i)
-                v[i] *= r->scale;
+            same = x;
         }
-        for (int i = n; i < UF_REG_N; ++i)
-            v[i] = (UF_ACC)-INFINITY;
+        const int64_t shown = r->last_key - j + 1;
+        const int n = shown <= 0 ? 0 : shown < UF_REG_N ? (int)shown : UF_REG_N;
+        UF_VNAME(uf_softmax_mask_run)(r, kind, j, same, n, UF_REG_N, later, v);
         return;
     }
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
@@ -133,16 +136,19 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
 {
     const int group = a->group;
     if (UF_VECTORISED_LOOPS) {
-        /* Converted to the stored type in one run over the thread's
-         * values, then stored access by access: converted access by access,
-         * a 16-bit conversion stays scalar code (2-core machine, S = 2048:
-         * bf16 forward 16 -> 33% of copy). */
+        /* Scaled and converted to the stored type in one run over the
+         * thread's values (converted access by access, a 16-bit conversion
+         * stays scalar code: 2-core machine, S = 2048, bf16 forward 16 ->
+         * 33% of copy), into y itself where the share is inside the row;
+         * a share at the row's end is stored access by access. */
+        const int64_t js = first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC;
+        UF_PREFETCH_AHEAD(&y[js], sizeof(UF_T) * UF_REG_N, 1);
+        if (js + UF_REG_N <= a->sk) {
+            UF_RUN_FROM_ACC_TIMES(&y[js], v, UF_REG_N, inv);
+            return;
+        }
         UF_T out[UF_REG_N];
-        for (int i = 0; i < UF_REG_N; ++i)
-            v[i] *= inv;
-        UF_RUN_FROM_ACC(out, v, UF_REG_N);
-        UF_PREFETCH_AHEAD(&y[first + UF_GROUP_ITEM(UF_REG_NV, 0, lane, group) * UF_VEC],
-                          sizeof(UF_T) * UF_REG_N, 1);
+        UF_RUN_FROM_ACC_TIMES(out, v, UF_REG_N, inv);
         for (int k = 0; k < UF_REG_NV; ++k) {
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             if (j0 >= a->sk)

@@ -54,7 +54,7 @@ static void widen_every_f16(void **state)
         for (int i = 0; i < 65536; ++i)
             h[off + i] = (uint16_t)i;
         memset(f, 0, sizeof f);
-        uf_f16_run_to_f32(f, &h[off], 65536);
+        uf_f16_run_to_f32(f, &h[off], 65536, 1.0f);
         int bad = 0;
         for (int i = 0; i < 65536; ++i)
             if (!same_f32(f[i], uf_f16_bits_to_f32((uint16_t)i)) && bad++ < 5)
@@ -99,7 +99,7 @@ static void narrow_boundaries_and_random(void **state)
     const size_t n = narrowing_inputs(v, cap);
     for (int off = 0; off < 2; ++off) {
         memset(h, 0, sizeof h);
-        uf_f32_run_to_f16(&h[off], v, (int)n);
+        uf_f32_run_to_f16(&h[off], v, (int)n, 1.0f);
         int bad = 0;
         for (size_t i = 0; i < n; ++i) {
             const uint16_t want = uf_f32_to_f16_bits(v[i]);
@@ -112,33 +112,40 @@ static void narrow_boundaries_and_random(void **state)
 }
 
 /* Short runs of each length (the vector loop's tails) leave the values
- * before and after untouched; bfloat16 runs too. */
+ * before and after untouched; bfloat16 runs too; with the factor 1 and
+ * with one whose products round (each value converted, then multiplied;
+ * multiplied, then converted). */
 static void every_short_length(void **state)
 {
     (void)state;
     uint64_t seed = 11;
-    for (int n = 0; n <= 40; ++n) {
-        uint16_t h[48], back[48], hb[48], backb[48];
-        float f[48], fb[48];
-        for (int i = 0; i < 48; ++i) {
-            const float x = (float)((double)(int32_t)next_bits(&seed) * (70000.0 / 2147483648.0));
-            h[i] = uf_f32_to_f16_bits(x);
-            hb[i] = uf_f32_to_bf16_bits(x);
-            f[i] = fb[i] = -1.0f;
-            back[i] = backb[i] = 0xabcdu;
+    const float factors[] = {1.0f, 0.3f};
+    for (int k = 0; k < 2; ++k)
+        for (int n = 0; n <= 40; ++n) {
+            const float s = factors[k];
+            uint16_t h[48], back[48], hb[48], backb[48];
+            float f[48], fb[48];
+            for (int i = 0; i < 48; ++i) {
+                const float x =
+                    (float)((double)(int32_t)next_bits(&seed) * (70000.0 / 2147483648.0));
+                h[i] = uf_f32_to_f16_bits(x);
+                hb[i] = uf_f32_to_bf16_bits(x);
+                f[i] = fb[i] = -1.0f;
+                back[i] = backb[i] = 0xabcdu;
+            }
+            uf_f16_run_to_f32(&f[1], &h[1], n, s);
+            uf_f32_run_to_f16(&back[1], &f[1], n, s);
+            uf_bf16_run_to_f32(&fb[1], &hb[1], n, s);
+            uf_f32_run_to_bf16(&backb[1], &fb[1], n, s);
+            for (int i = 0; i < 48; ++i) {
+                const int in = i >= 1 && i <= n;
+                const float wf = uf_f16_bits_to_f32(h[i]) * s, wb = uf_bf16_bits_to_f32(hb[i]) * s;
+                assert_true(same_f32(f[i], in ? wf : -1.0f));
+                assert_int_equal(back[i], in ? uf_f32_to_f16_bits(wf * s) : 0xabcdu);
+                assert_true(same_f32(fb[i], in ? wb : -1.0f));
+                assert_int_equal(backb[i], in ? uf_f32_to_bf16_bits(wb * s) : 0xabcdu);
+            }
         }
-        uf_f16_run_to_f32(&f[1], &h[1], n);
-        uf_f32_run_to_f16(&back[1], &f[1], n);
-        uf_bf16_run_to_f32(&fb[1], &hb[1], n);
-        uf_f32_run_to_bf16(&backb[1], &fb[1], n);
-        for (int i = 0; i < 48; ++i) {
-            const int in = i >= 1 && i <= n;
-            assert_true(same_f32(f[i], in ? uf_f16_bits_to_f32(h[i]) : -1.0f));
-            assert_int_equal(back[i], in ? h[i] : 0xabcdu);
-            assert_true(same_f32(fb[i], in ? uf_bf16_bits_to_f32(hb[i]) : -1.0f));
-            assert_int_equal(backb[i], in ? hb[i] : 0xabcdu);
-        }
-    }
 }
 
 int main(void)

@@ -209,30 +209,32 @@ UF_DEFINE_F16C_RUNS(UF_FN, uf_f16_run_to_f32, uf_f32_run_to_f16)
 #else
 #if defined(__x86_64__) && defined(__GNUC__)
 #define UF_CPU_F16C_RUNS 1
-UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n);
-UF_CPU_HIDDEN void ufb_f16c_run_from_f32(uint16_t *restrict dst, const float *restrict src, int n);
+UF_CPU_HIDDEN void ufb_f16c_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n,
+                                       float s);
+UF_CPU_HIDDEN void ufb_f16c_run_from_f32(uint16_t *restrict dst, const float *restrict src, int n,
+                                         float s);
 #else
 #define UF_CPU_F16C_RUNS 0
 #endif
-UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n)
+UF_FN void uf_f16_run_to_f32(float *restrict dst, const uint16_t *restrict src, int n, float s)
 {
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
-        ufb_f16c_run_to_f32(dst, src, n);
+        ufb_f16c_run_to_f32(dst, src, n, s);
         return;
     }
 #endif
-    uf_f16_bits_run_to_f32(dst, src, n);
+    uf_f16_bits_run_to_f32(dst, src, n, s);
 }
-UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, int n)
+UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, int n, float s)
 {
 #if UF_CPU_F16C_RUNS
     if (ufb_cpu_level() >= 3) {
-        ufb_f16c_run_from_f32(dst, src, n);
+        ufb_f16c_run_from_f32(dst, src, n, s);
         return;
     }
 #endif
-    uf_f32_run_to_f16_bits(dst, src, n);
+    uf_f32_run_to_f16_bits(dst, src, n, s);
 }
 #endif
 

@@ -67,6 +67,8 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
         UF_RUN_TO_ACC_TIMES(v, keys, UF_REG_N, kind == UF_MASK_NONE ? r->scale : (UF_ACC)1);
         const UF_T *same = NULL;
         if (kind == UF_MASK_ADD_SAME) {
+            /* A mask of x's type into x's array, which the conversion
+             * above has done with. */
             const UF_T *mask = (const UF_T *)r->mask;
             UF_PREFETCH_AHEAD(&mask[j], sizeof(UF_T) * UF_REG_N, 0);
             if (whole) {

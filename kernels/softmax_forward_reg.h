@@ -27,8 +27,9 @@
  * row's first keys instead, which the row's first access brings into
  * cache; its logits come out -inf as long as last >= last_key. */
 UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t last, int group,
-                         int lane, int64_t first, UF_ACC *v)
+                         int lane, int64_t first, UF_ACC *v, int *shown)
 {
+    *shown = UF_REG_N;
     if (UF_VECTORISED_LOOPS && UF_VEC > 1) {
         /* x as stored, converted in one run over the thread's keys (a
          * vector loop, or F16C), then the mask; the thread's share a few
@@ -81,9 +82,10 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
             }
             same = x;
         }
-        const int64_t shown = r->last_key - j + 1;
-        const int n = shown <= 0 ? 0 : shown < UF_REG_N ? (int)shown : UF_REG_N;
+        const int64_t ahead = r->last_key - j + 1;
+        const int n = ahead <= 0 ? 0 : ahead < UF_REG_N ? (int)ahead : UF_REG_N;
         UF_VNAME(uf_softmax_mask_run)(r, kind, j, same, n, UF_REG_N, later, v);
+        *shown = n;
         return;
     }
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
@@ -113,9 +115,12 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
 /* The thread's UF_REG_N logits of its row from key `first` on (see
  * UF_REG_LOGITS); -inf past the last row, where it loads nothing: with y
  * over x another block may be writing any row (ThreadSanitizer saw such a
- * thread read row 0 while row 0's block wrote it). */
-UF_FN void UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t first, UF_ACC *v)
+ * thread read row 0 while row 0's block wrote it). Returns 0 where every
+ * logit is -inf by the causal rule or lies past the row or the rows (the
+ * CPU's loops count this), else a positive count. */
+UF_FN int UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t first, UF_ACC *v)
 {
+    int shown = 0;
     if (row < a->rows) {
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(a, row);
         /* A causal row without a mask reads only the keys it shows, in a
@@ -123,12 +128,14 @@ UF_FN void UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t
          * kernel spills and 3 points of copy bandwidth on every other row.
          * Scalar accesses keep one copy (a second spilled 1.3 KiB). */
         if (UF_VEC > 1 && a->causal && a->mask_kind == UF_MASK_NONE)
-            UF_REG_LOGITS(UF_MASK_NONE, &r, r.last_key, a->group, lane, first, v);
+            UF_REG_LOGITS(UF_MASK_NONE, &r, r.last_key, a->group, lane, first, v, &shown);
         else
-            UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, &r, a->sk - 1, a->group, lane, first, v)
+            UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, &r, a->sk - 1, a->group, lane, first, v,
+                               &shown)
     } else {
         UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) v[i] = (UF_ACC)-INFINITY;
     }
+    return shown;
 }
 
 /* Writes the thread's UF_REG_N values v (exps) times inv as y from key
@@ -190,6 +197,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
         UF_EXCLUSIVE(UF_ACC, m);
         UF_EXCLUSIVE(UF_ACC, s);
         UF_EXCLUSIVE(UF_ACC, own); /* UF_SOFTMAX_BLOCK_PAIRS */
+        UF_EXCLUSIVE(int, hidden); /* the share in registers all -inf (CPU loops) */
         UF_SHARED(UF_ACC, kept,
                   UF_REG_SHARED ? UF_REG_SHARED * UF_REG_N * UF_SOFTMAX_SPAN_THREADS : 1);
         UF_THREADS (t) {
@@ -207,8 +215,16 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                 UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) kept[UF_REG_KEPT(j, i, t)] =
                     UF_X(v)[i];
             }
-            UF_REG_SHARE(&a, row, lane, first + (int64_t)shares * group * UF_REG_N, UF_X(v));
-            UF_THREAD_MAX(UF_X(m), UF_X(v), UF_REG_N);
+            const int shown =
+                UF_REG_SHARE(&a, row, lane, first + (int64_t)shares * group * UF_REG_N, UF_X(v));
+            /* Where loops vectorise, a share the causal rule hides whole
+             * (half of a long causal row's) takes no maximum and no exps:
+             * its exps are 0 whatever the row's maximum. */
+            UF_X(hidden) = UF_VECTORISED_LOOPS && shown == 0;
+            if (UF_X(hidden))
+                UF_X(m) = (UF_ACC)-INFINITY;
+            else
+                UF_THREAD_MAX(UF_X(m), UF_X(v), UF_REG_N);
             if (shares && kept_max > UF_X(m))
                 UF_X(m) = kept_max;
         }
@@ -222,8 +238,15 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             UF_BLOCK_MAX(m);
         UF_THREADS (t) {
             const UF_ACC ref = UF_MAX_REF(UF_X(m));
-            UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] = UF_EXP_ACC(UF_X(v)[i] - ref);
-            UF_THREAD_SUM(UF_X(s), UF_X(v), UF_REG_N);
+            if (UF_X(hidden)) {
+                for (int i = 0; i < UF_REG_N; ++i)
+                    UF_X(v)[i] = (UF_ACC)0;
+                UF_X(s) = (UF_ACC)0;
+            } else {
+                UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) UF_X(v)[i] =
+                    UF_EXP_ACC(UF_X(v)[i] - ref);
+                UF_THREAD_SUM(UF_X(s), UF_X(v), UF_REG_N);
+            }
             for (int j = 0; j < (UF_REG_SHARED ? a.shares : 0); ++j)
                 UF_UNROLL for (int i = 0; i < UF_REG_N; ++i)
                 {

@@ -46,6 +46,25 @@ typedef enum uf_mask_kind {
 #define UF_SOFTMAX_NARROW_BYTES 64
 #define UF_SOFTMAX_HAS_NARROW (UF_SOFTMAX_REG_BYTES > UF_SOFTMAX_NARROW_BYTES)
 
+/* Largest element size whose rows take the wide register paths. */
+#ifndef UF_SOFTMAX_WIDE_MAX_ESIZE
+#define UF_SOFTMAX_WIDE_MAX_ESIZE 2
+#endif
+
+/* The roomy register paths (GPUs): a thread holds one access more than on
+ * the path a row of that pass and element size takes where it needs more
+ * than a few threads (the wide forward for 16-bit rows, the regular one
+ * otherwise). A row a little longer than a whole number of warps' shares
+ * (16-bit, 4096 + 4 keys: 33 threads of 8 accesses, a block of 64 with
+ * half its registers idle) then fits the threads below it (29 of 9);
+ * src/softmax.c takes it where that leaves fewer register slots a row.
+ * CPUs have none: a thread's share is long there, and rows are not
+ * rounded to warps. */
+#define UF_SOFTMAX_HAS_ROOMY (!UF_SOFTMAX_HAS_NARROW)
+#define UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize)                                               \
+    (!(backward) && (esize) <= UF_SOFTMAX_WIDE_MAX_ESIZE ? UF_SOFTMAX_WIDE_BYTES                   \
+                                                         : UF_SOFTMAX_REG_BYTES)
+
 /* The span paths (a row held in the registers of several blocks): bytes
  * per thread for elements of `esize` bytes; 16-bit rows take the wide
  * share, as their register paths do. */
@@ -143,6 +162,10 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, 1)                                                 \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, vec)                                               \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, vec)
+#define UF_SOFTMAX_DECLARE_ROOMY(dt, vec)                                                          \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, 1)                                                  \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
@@ -157,7 +180,9 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(bwd, span_kept, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_narrow, dt, vec)                                               \
-    UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, vec)
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_narrow, dt, vec)                                               \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, vec)
 
 #ifdef __cplusplus
 extern "C" {
@@ -183,6 +208,12 @@ UF_SOFTMAX_DECLARE_NARROW(f32, 4)
 UF_SOFTMAX_DECLARE_NARROW(f16, 8)
 UF_SOFTMAX_DECLARE_NARROW(bf16, 8)
 UF_SOFTMAX_DECLARE_NARROW(f64, 2)
+#endif
+#if UF_SOFTMAX_HAS_ROOMY
+UF_SOFTMAX_DECLARE_ROOMY(f32, 4)
+UF_SOFTMAX_DECLARE_ROOMY(f16, 8)
+UF_SOFTMAX_DECLARE_ROOMY(bf16, 8)
+UF_SOFTMAX_DECLARE_ROOMY(f64, 2)
 #endif
 #if UF_ACCESS8_KERNELS
 UF_SOFTMAX_DECLARE_ACCESS8(f32, 2)

@@ -58,9 +58,11 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
  * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
- * it for 16-bit rows longer than a warp's registers); on CPUs a third
- * time, narrow, for short rows (softmax_args.h); then the span path
- * (rows longer than a block's registers) with UF_SOFTMAX_SPAN_BYTES,
+ * it for 16-bit rows longer than a warp's registers); then a third
+ * time: on GPUs roomy (one access more a thread, for rows a little past a
+ * whole number of warps' shares), on CPUs narrow, for short rows
+ * (softmax_args.h); then the span path (rows longer than a block's
+ * registers) with UF_SOFTMAX_SPAN_BYTES,
  * without and with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
@@ -83,6 +85,17 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #undef UF_REG_KERNEL
 #undef UF_REG_LOAD
 #undef UF_REG_WRITE
+#if UF_SOFTMAX_HAS_ROOMY
+#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(1, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_roomy)
+#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_roomy_load)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_roomy_write)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
+#endif
 #if UF_SOFTMAX_HAS_NARROW
 #define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_narrow)

@@ -367,9 +367,10 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 /* The register path, twice: UF_SOFTMAX_REG_BYTES of row per thread, and
  * UF_SOFTMAX_WIDE_BYTES (fewer threads per row, fewer reductions per
  * element; src/softmax.c takes it for 16-bit rows longer than a warp's
- * registers); on CPUs a third time, narrow, for short rows
- * (softmax_args.h); then the span path with UF_SOFTMAX_SPAN_BYTES, without and
- * with shared shares (softmax_args.h). */
+ * registers); then a third time: on GPUs roomy (one access more a thread,
+ * for rows a little past a whole number of warps' shares), on CPUs
+ * narrow, for short rows (softmax_args.h); then the span path with UF_SOFTMAX_SPAN_BYTES, without
+ * and with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0
@@ -395,6 +396,19 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #undef UF_REG_LOGITS
 #undef UF_REG_SHARE
 #undef UF_REG_WRITE
+#if UF_SOFTMAX_HAS_ROOMY
+#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(0, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_roomy)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_roomy_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_roomy_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_roomy_write)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#endif
 #if UF_SOFTMAX_HAS_NARROW
 #define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_narrow)

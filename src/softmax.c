@@ -14,6 +14,7 @@ enum {
     PATH_REG,
     PATH_REG_WIDE,
     PATH_REG_NARROW,
+    PATH_REG_ROOMY,
     PATH_SPAN,
     PATH_SPAN_KEPT,
     PATH_STREAM,
@@ -27,12 +28,17 @@ enum {
 #else
 #define UF_SM_NARROW(pass, dt, vec) uf_softmax_##pass##_reg_##dt##_v##vec##_launch
 #endif
+#if UF_SOFTMAX_HAS_ROOMY
+#define UF_SM_ROOMY(pass, dt, vec) uf_softmax_##pass##_reg_roomy_##dt##_v##vec##_launch
+#else
+#define UF_SM_ROOMY(pass, dt, vec) uf_softmax_##pass##_reg_##dt##_v##vec##_launch
+#endif
 /* Indexed [backward][dtype - 1][access: element-wide, 16-byte, 8-byte][path]. */
 #define UF_SM_PATHS(pass, dt, vec)                                                                 \
     {                                                                                              \
         uf_softmax_##pass##_reg_##dt##_v##vec##_launch,                                            \
             uf_softmax_##pass##_reg_wide_##dt##_v##vec##_launch, UF_SM_NARROW(pass, dt, vec),      \
-            uf_softmax_##pass##_span_##dt##_v##vec##_launch,                                       \
+            UF_SM_ROOMY(pass, dt, vec), uf_softmax_##pass##_span_##dt##_v##vec##_launch,           \
             uf_softmax_##pass##_span_kept_##dt##_v##vec##_launch,                                  \
             uf_softmax_##pass##_stream_##dt##_v##vec##_launch,                                     \
             uf_softmax_##pass##_split_stats_##dt##_v##vec##_launch,                                \
@@ -61,10 +67,6 @@ static const uf_softmax_launcher launchers[2][4][3][NPATHS] = {
  * rows are split into chunks across blocks. */
 #define UF_STREAM_MAX_ROW_BYTES (128 * 1024)
 #define UF_STREAM_MIN_ROWS_PER_MP 2
-/* Largest element size that takes the wide register paths. */
-#ifndef UF_SOFTMAX_WIDE_MAX_ESIZE
-#define UF_SOFTMAX_WIDE_MAX_ESIZE 2
-#endif
 /* Threads a row may take on the narrow register path (softmax_args.h),
  * and in the backward of rows stored in their compute type. Measured on
  * the 2-core machine against the regular path: f32 rows of 16-64 keys
@@ -228,6 +230,13 @@ static void order_rows(uf_softmax_args *a, int64_t rows_per_block, int esize)
     a->by_tile = uf_divisor_of(a->order_tile);
     a->by_heads = uf_divisor_of((uint32_t)a->order_heads);
     a->by_tiles = uf_divisor_of(a->order_tiles);
+}
+
+/* The threads a row of `need` threads' shares takes on the register path:
+ * a power of two up to a warp, whole warps beyond. */
+static int64_t round_threads(int64_t need, int warp)
+{
+    return need <= warp ? next_pow2(need) : (need + warp - 1) / warp * warp;
 }
 
 /* Threads a row takes where a warp holds several rows: `need` at the
@@ -429,6 +438,23 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         reg_path = PATH_REG_NARROW;
         per_thread = narrow_per_thread;
         need = narrow_need;
+    }
+    /* One access more a thread where that leaves a row fewer register
+     * slots, its threads rounded to a power of two up to a warp and to
+     * warps beyond (softmax_args.h); not for rows of a few threads, whose
+     * groups row_group tunes. */
+    const int64_t roomy_per_thread =
+        UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize) / acc_size / width + 1;
+    if (UF_SOFTMAX_HAS_ROOMY && reg_path != PATH_REG_NARROW && need > 4 &&
+        roomy_per_thread == per_thread + 1) {
+        const int64_t roomy_need = (accesses + roomy_per_thread - 1) / roomy_per_thread;
+        if (roomy_need <= max_threads &&
+            (need > max_threads || round_threads(roomy_need, warp) * roomy_per_thread <
+                                       round_threads(need, warp) * per_thread)) {
+            reg_path = PATH_REG_ROOMY;
+            per_thread = roomy_per_thread;
+            need = roomy_need;
+        }
     }
     const uf_softmax_launcher *paths = launchers[backward][d->dtype - 1][column];
     uf_launch l = {0, 0, stream, 0, 0};

@@ -17,10 +17,13 @@ static void row_lengths(void **state)
     /* 64 / 65 and 256 / 257: the last rows of the CPU's narrow paths
      * (src/softmax.c) and the first after them. */
     /* 6, 12, 1028, 4098, 20004 and 65538: rows a multiple of 8 bytes long
-     * but not of 16 in fp32 or in 16 bits (the 8-byte kernels). */
-    static const int64_t lengths[] = {1,    2,    3,     6,     12,    31,    32,     33,   64,
-                                      65,   127,  128,   256,   257,   1000,  1024,   1028, 3001,
-                                      4097, 4098, 12000, 20004, 65537, 65538, 1048576};
+     * but not of 16 in fp32 or in 16 bits (the 8-byte kernels). 520,
+     * 1028, 4097 and 16392: rows that take a GPU's roomy kernels
+     * (softmax_args.h) in some dtype and access width (16392: one the
+     * span path took without them). */
+    static const int64_t lengths[] = {1,    2,    3,    6,     12,    31,    32,    33,    64,
+                                      65,   127,  128,  256,   257,   520,   1000,  1024,  1028,
+                                      3001, 4097, 4098, 12000, 16392, 20004, 65537, 65538, 1048576};
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {

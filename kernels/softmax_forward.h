@@ -111,16 +111,16 @@ UF_FN void UF_VNAME(uf_softmax_mask_keys)(const UF_VNAME(uf_softmax_row) * r, in
  * memory (the CPU's vectorised loops, softmax_forward_reg.h): v holds
  * them as converted, `scale` the factor still to apply (the row's scale, or
  * 1 where the conversion applied it); `same` the run of a mask of x's type
- * as loaded (UF_MASK_ADD_SAME); an fp32 or bool mask is read from the
+ * converted (UF_MASK_ADD_SAME); an fp32 or bool mask is read from the
  * row's mask for the first `shown` keys, the keys the row shows, and the
  * rest become -inf. */
 UF_FN void UF_VNAME(uf_softmax_mask_run)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
-                                         const UF_T *same, int shown, int count, UF_ACC scale,
+                                         const UF_ACC *same, int shown, int count, UF_ACC scale,
                                          UF_ACC *v)
 {
     if (kind == UF_MASK_ADD_SAME) {
         for (int i = 0; i < count; ++i)
-            v[i] = v[i] * scale + UF_TO_ACC(same[i]);
+            v[i] = v[i] * scale + same[i];
     } else if (kind == UF_MASK_ADD_F32) {
         const float *mask = (const float *)r->mask + j;
         for (int i = 0; i < shown; ++i)

@@ -61,6 +61,9 @@ typedef enum uf_mask_kind {
  * CPUs have none: a thread's share is long there, and rows are not
  * rounded to warps. */
 #define UF_SOFTMAX_HAS_ROOMY (!UF_SOFTMAX_HAS_NARROW)
+/* The forward's shifted register kernels (softmax_forward.h), for rows
+ * that start anywhere: GPUs, as the roomy ones. */
+#define UF_SOFTMAX_HAS_SHIFTED UF_SOFTMAX_HAS_ROOMY
 #define UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize)                                               \
     (!(backward) && (esize) <= UF_SOFTMAX_WIDE_MAX_ESIZE ? UF_SOFTMAX_WIDE_BYTES                   \
                                                          : UF_SOFTMAX_REG_BYTES)
@@ -166,6 +169,12 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, vec)
+/* The forward's shifted register kernels (GPUs, 16-byte accesses;
+ * softmax_forward.h). */
+#define UF_SOFTMAX_DECLARE_SHIFTED(dt, vec)                                                        \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_shifted, dt, vec)                                              \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide_shifted, dt, vec)                                         \
+    UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy_shifted, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \
@@ -214,6 +223,11 @@ UF_SOFTMAX_DECLARE_ROOMY(f32, 4)
 UF_SOFTMAX_DECLARE_ROOMY(f16, 8)
 UF_SOFTMAX_DECLARE_ROOMY(bf16, 8)
 UF_SOFTMAX_DECLARE_ROOMY(f64, 2)
+#endif
+#if UF_SOFTMAX_HAS_SHIFTED
+UF_SOFTMAX_DECLARE_SHIFTED(f32, 4)
+UF_SOFTMAX_DECLARE_SHIFTED(f16, 8)
+UF_SOFTMAX_DECLARE_SHIFTED(bf16, 8)
 #endif
 #if UF_ACCESS8_KERNELS
 UF_SOFTMAX_DECLARE_ACCESS8(f32, 2)

@@ -59,26 +59,39 @@ typedef struct UF_VNAME(uf_softmax_held) {
     unsigned char mb[UF_VEC]; /* UF_MASK_BOOL */
 } UF_VNAME(uf_softmax_held);
 
-/* Loads the mask's UF_VEC keys from j (all inside the row); `kind` is the
- * mask kind, a constant where the caller wants code without its branch. */
+/* Loads the mask's UF_VEC keys from j; `kind` is the mask kind, a
+ * constant where the caller wants code without its branch. A mask of x's
+ * type is read as one access, inside the row; an fp32 or bool mask key by
+ * key, where `within` (a constant: shifted rows, whose first and last
+ * accesses reach past the row's ends) each index kept inside [0,
+ * last_key] (keys past last_key are hidden whatever their mask). */
 UF_FN void UF_VNAME(uf_softmax_hold_mask)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
-                                          UF_VNAME(uf_softmax_held) * h)
+                                          UF_VNAME(uf_softmax_held) * h, int within)
 {
-    if (kind == UF_MASK_ADD_SAME)
+    if (kind == UF_MASK_ADD_SAME) {
         UF_HOLDV_KEEP(h->m, (const UF_T *)r->mask, j); /* read again by the other heads */
-    else if (kind == UF_MASK_ADD_F32)
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) h->mf[e] = ((const float *)r->mask)[j + e];
-    else if (kind == UF_MASK_BOOL)
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) h->mb[e] =
-            ((const unsigned char *)r->mask)[j + e];
+    } else if (kind == UF_MASK_ADD_F32 || kind == UF_MASK_BOOL) {
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e)
+        {
+            int64_t i = j + e;
+            if (within) {
+                i = i < r->last_key ? i : r->last_key;
+                i = i < 0 ? 0 : i;
+            }
+            if (kind == UF_MASK_ADD_F32)
+                h->mf[e] = ((const float *)r->mask)[i];
+            else
+                h->mb[e] = ((const unsigned char *)r->mask)[i];
+        }
+    }
 }
 
 /* The same with x's keys. */
 UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
-                                     UF_VNAME(uf_softmax_held) * h)
+                                     UF_VNAME(uf_softmax_held) * h, int within)
 {
     UF_HOLDV(h->x, r->x, j);
-    UF_VNAME(uf_softmax_hold_mask)(r, kind, j, h);
+    UF_VNAME(uf_softmax_hold_mask)(r, kind, j, h, within);
 }
 
 /* -inf for the keys z from j0 that the causal rule hides (past last_key). */
@@ -168,7 +181,7 @@ UF_FN void UF_VNAME(uf_softmax_load_as)(int kind, const UF_VNAME(uf_softmax_row)
                                         UF_ACC *z)
 {
     UF_VNAME(uf_softmax_held) h;
-    UF_VNAME(uf_softmax_hold)(r, kind, j0, &h);
+    UF_VNAME(uf_softmax_hold)(r, kind, j0, &h, 0);
     UF_VNAME(uf_softmax_logits)(r, kind, j0, &h, z);
 }
 
@@ -374,6 +387,7 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0
+#define UF_REG_SHIFTED 0
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg)
 #define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_logits)
@@ -422,6 +436,50 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #undef UF_REG_SHARE
 #undef UF_REG_WRITE
 #endif
+/* The three register shares again for rows that start anywhere, their
+ * accesses aligned to the tensor (UF_REG_SHIFTED; src/softmax.c,
+ * may_shift_rows): GPUs, 16-byte accesses, fp32 and 16-bit. Kernels of
+ * their own, so that the others carry none of it (with it as a kernel
+ * argument, the 16-bit wide kernels spilled six times the bytes). */
+#if UF_SOFTMAX_HAS_SHIFTED && UF_VEC_BYTES == 16 && UF_DT != 4
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 1
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_shifted)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_shifted_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_shifted_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_shifted_write)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_wide_shifted)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_wide_shifted_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_wide_shifted_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_wide_shifted_write)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(0, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
+#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_roomy_shifted)
+#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_roomy_shifted_logits)
+#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_roomy_shifted_share)
+#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_roomy_shifted_write)
+#include "kernels/softmax_forward_reg.h"
+#undef UF_REG_N
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 0
+#endif
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
@@ -451,6 +509,7 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #undef UF_REG_SPAN
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED
+#undef UF_REG_SHIFTED
 
 UF_KERNEL(UF_VNAME(uf_softmax_fwd_stream), uf_softmax_args, a)
 {

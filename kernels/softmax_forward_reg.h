@@ -19,6 +19,9 @@
 #endif
 /* whether blocks take rows in order_rows' order (softmax_args.h) */
 #define UF_REG_ORDER UF_SOFTMAX_ORDER_ROWS((int)sizeof(UF_T))
+/* A shifted row's accesses start this many keys (<= 0) from its start:
+ * back to the access boundary of the tensor, whose start is one. */
+#define UF_REG_SHIFT(a, row) (UF_REG_SHIFTED ? -(((row) * (a).sk) & (UF_VEC - 1)) : (int64_t)0)
 
 /* The thread's UF_REG_N logits of its row, every load issued before any
  * arithmetic so that they are in flight together (a test per access would
@@ -105,15 +108,18 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
     }
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
     /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
-     * addresses would not fit in registers beside the held values. */
+     * addresses would not fit in registers beside the held values. A
+     * shifted row (args.shift) starts `first` < 0 keys before its first
+     * access, and reads its clamped accesses there. */
     const int at_once = UF_VEC > 1;
+    const int64_t home = UF_REG_SHIFTED ? first : 0;
     UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
     {
         const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
         if (at_once) {
-            UF_VNAME(uf_softmax_hold)(r, kind, j0 <= last ? j0 : 0, &h[k]);
+            UF_VNAME(uf_softmax_hold)(r, kind, j0 <= last ? j0 : home, &h[k], UF_REG_SHIFTED);
         } else if (j0 <= last) {
-            UF_VNAME(uf_softmax_hold)(r, kind, j0, &h[k]);
+            UF_VNAME(uf_softmax_hold)(r, kind, j0, &h[k], 0);
             UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
         } else {
             UF_UNROLL for (int e = 0; e < UF_VEC; ++e) v[k * UF_VEC + e] = (UF_ACC)-INFINITY;
@@ -125,6 +131,10 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
             const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
             UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
         }
+    /* The previous row's keys in a shifted row's first access (item 0:
+     * lane 0's first access in every layout). */
+    if (UF_REG_SHIFTED && first < 0 && lane == 0)
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) v[e] = e < -first ? (UF_ACC)-INFINITY : v[e];
 }
 
 /* The thread's UF_REG_N logits of its row from key `first` on (see
@@ -179,6 +189,24 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
                 break;
             UF_STOREVEC(&y[j0], &out[k * UF_VEC]);
         }
+    } else if (UF_REG_SHIFTED) {
+        /* A shifted row: an access across its start or end stores its own
+         * keys only, one at a time. A loop of its own, so that the other
+         * rows' loop below carries none of it. */
+        UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
+        {
+            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+            if (j0 >= a->sk)
+                break;
+            UF_ACC *p = &v[k * UF_VEC];
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) p[e] *= inv;
+            if (j0 >= 0 && j0 + UF_VEC <= a->sk) {
+                UF_STOREV(y, j0, p);
+            } else {
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) if (j0 + e >= 0 && j0 + e < a->sk)
+                    y[j0 + e] = UF_FROM_ACC(p[e]);
+            }
+        }
     } else {
         UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
         {
@@ -219,6 +247,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
+            first += UF_REG_SHIFT(a, row);
             const int lane = t % group;
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_max = (UF_ACC)-INFINITY;
@@ -284,6 +313,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
+            first += UF_REG_SHIFT(a, row);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -306,3 +336,4 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #undef UF_REG_KEPT
 #undef UF_REG_NV
 #undef UF_REG_ORDER
+#undef UF_REG_SHIFT

@@ -62,6 +62,19 @@ static const uf_softmax_launcher launchers[2][4][3][NPATHS] = {
     {UF_SM_ROW(bwd, f32, 4, UF_SM_V8(2)), UF_SM_ROW(bwd, f16, 8, UF_SM_V8(4)),
      UF_SM_ROW(bwd, bf16, 8, UF_SM_V8(4)), UF_SM_ROW(bwd, f64, 2, 1)}};
 
+#if UF_SOFTMAX_HAS_SHIFTED
+/* The forward's shifted register kernels, indexed [dtype - 1][regular,
+ * wide, roomy] (f64 has none). */
+#define UF_SM_SHIFTED(dt, vec)                                                                     \
+    {                                                                                              \
+        uf_softmax_fwd_reg_shifted_##dt##_v##vec##_launch,                                         \
+            uf_softmax_fwd_reg_wide_shifted_##dt##_v##vec##_launch,                                \
+            uf_softmax_fwd_reg_roomy_shifted_##dt##_v##vec##_launch                                \
+    }
+static const uf_softmax_launcher shifted_launchers[3][3] = {
+    UF_SM_SHIFTED(f32, 4), UF_SM_SHIFTED(f16, 8), UF_SM_SHIFTED(bf16, 8)};
+#endif
+
 /* One block per row rereads its row from L2 only while the rows in flight
  * fit there, and fills the device only with enough rows; longer or fewer
  * rows are split into chunks across blocks. */
@@ -382,11 +395,41 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
     }
 }
 
+/* The register path's launcher: `path` one of PATH_REG, PATH_REG_WIDE,
+ * PATH_REG_ROOMY and PATH_REG_NARROW, its shifted kernel where `shift`. */
+static uf_softmax_launcher register_launcher(const uf_softmax_launcher *paths, int path, int shift,
+                                             uf_dtype dtype)
+{
+#if UF_SOFTMAX_HAS_SHIFTED
+    if (shift)
+        return shifted_launchers[dtype - 1][path == PATH_REG_WIDE    ? 1
+                                            : path == PATH_REG_ROOMY ? 2
+                                                                     : 0];
+#endif
+    (void)shift;
+    (void)dtype;
+    return paths[path];
+}
+
+/* Whether the forward's rows, whose length would leave them element-wide,
+ * take 16-byte accesses shifted to the tensor's access boundaries (the
+ * shifted kernels, softmax_forward.h) on a register path: on GPUs, where an
+ * element-wide row loads a key an instruction (16-bit forward rows of 197
+ * keys at 35% of copy on the H200), with every pointer 16-byte aligned,
+ * the tensor a whole number of accesses (so that no access passes its
+ * end), and no mask of x's type (read as whole accesses, which its rows'
+ * own offsets would misalign). */
+static int may_shift_rows(int backward, const uf_softmax_args *a, int esize, int align)
+{
+    return UF_SOFTMAX_HAS_SHIFTED && !backward && esize < 8 && align >= 16 &&
+           a->mask_kind != UF_MASK_ADD_SAME && a->rows * a->sk % (16 / esize) == 0;
+}
+
 /* Chooses the path and launch shape from the row length and the device,
  * then launches. `align`: the alignment in bytes (1 to 16) every pointer
- * has. */
+ * has; `shifting`: whether rows may be shifted (may_shift_rows). */
 static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_args *a, int align,
-                             uf_stream stream)
+                             uf_stream stream, int shifting)
 {
     uf_device_limits lim;
     uf_status st = ufb_device_limits(&lim);
@@ -398,10 +441,15 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
      * builds such kernels (a 16-bit row of 4 keys more than a multiple of
      * 8, an fp32 row of 2 more than a multiple of 4), else an element. */
     int access = esize;
+    int shift = 0;
     if (align >= 16 && a->sk * esize % 16 == 0)
         access = 16;
     else if (UF_ACCESS8_KERNELS && esize < 8 && align >= 8 && a->sk * esize % 8 == 0)
         access = 8;
+    else if (shifting && may_shift_rows(backward, a, esize, align)) {
+        access = 16;
+        shift = 1;
+    }
     const int vec = access > esize;
     const int column = access == 16 ? 1 : vec ? 2 : 0; /* of launchers */
     const int64_t width = access / esize;
@@ -409,7 +457,8 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     const int max_threads = lim.max_threads_per_block < UF_BLOCK_LIMIT
                                 ? lim.max_threads_per_block / warp * warp
                                 : UF_BLOCK_LIMIT;
-    const int64_t accesses = (a->sk + width - 1) / width;
+    /* A shifted row starts up to width - 1 keys into its first access. */
+    const int64_t accesses = (a->sk + (shift ? 2 : 1) * (width - 1)) / width;
     int64_t per_thread = (UF_SOFTMAX_REG_BYTES / acc_size) / width; /* accesses */
     int64_t need = (accesses + per_thread - 1) / per_thread;        /* threads per row */
     /* 16-bit rows take the wide register path (twice the row per thread:
@@ -471,7 +520,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         order_rows(a, rows_per_block, esize);
-        return paths[reg_path](&l, a);
+        return register_launcher(paths, reg_path, shift, d->dtype)(&l, a);
     }
     /* A row that fits a block's registers stays there, whatever its length:
      * with every load of a thread in flight together (softmax_forward_reg.h)
@@ -484,10 +533,13 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         l.blocks = a->rows;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         order_rows(a, 1, esize);
-        return paths[reg_path](&l, a);
+        return register_launcher(paths, reg_path, shift, d->dtype)(&l, a);
     }
     /* Longer rows stay in registers too, spread over blocks that run at
      * once, where the device holds enough of them. */
+    /* The span and streaming paths take no shifted rows. */
+    if (shift)
+        return launch_here(backward, d, a, align, stream, 0);
     st = launch_span(paths, a, l, backward, access == 16, &lim, max_threads, esize, acc_size);
     if (st != UF_ERR_LAUNCH)
         return st;
@@ -509,7 +561,7 @@ static uf_status launch(int backward, const uf_softmax_desc *d, uf_softmax_args 
     uf_device_scope scope;
     uf_status st = ufb_scope_enter(stream, &scope);
     if (st == UF_OK)
-        st = launch_here(backward, d, a, align, stream);
+        st = launch_here(backward, d, a, align, stream, 1);
     return ufb_scope_leave(&scope, st);
 }
 

@@ -185,6 +185,51 @@ static void fully_hidden_rows_are_zero(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Rows whose length is a whole number of neither 16- nor 8-byte accesses,
+ * in tensors that are a whole number of 16-byte accesses: on GPUs the
+ * forward shifts such rows to the tensor's access boundaries
+ * (src/softmax.c, may_shift_rows; the first and last access of a row
+ * straddle its neighbours), elsewhere they are element-wide. 16385 and
+ * 40001 keys: rows on the block and roomy paths, and fp32 rows of 40001
+ * that span blocks, which take no shifted rows. */
+static void rows_off_access_boundaries(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {1, 3, 5, 31, 33, 197, 257, 1001, 1025, 4097, 16385, 40001};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
+            const int64_t sk = lengths[i];
+            char what[96];
+            const int64_t shape[] = {2, 8, sk}; /* 16 rows */
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.desc.scale = 0.5;
+            c.seed = 500 + (uint64_t)i;
+            snprintf(what, sizeof what, "off-boundary plain sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+            c.in_place = 1;
+            snprintf(what, sizeof what, "off-boundary in place sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+            c.in_place = 0;
+            c.desc.causal = 1;
+            snprintf(what, sizeof what, "off-boundary causal sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+            c.desc.causal = 0;
+            const int64_t mshape[] = {1, 8, sk};
+            sm_set_mask(&c, UF_BOOL, 3, mshape);
+            snprintf(what, sizeof what, "off-boundary bool mask sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+            const int64_t fshape[] = {2, 1, sk};
+            sm_set_mask(&c, UF_F32, 3, fshape);
+            c.desc.causal = 1;
+            snprintf(what, sizeof what, "off-boundary causal+f32 mask sk=%lld", (long long)sk);
+            bad += sm_check_forward(&c, what);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void in_place_and_misaligned(void **state)
 {
     (void)state;
@@ -354,6 +399,7 @@ int main(void)
         cmocka_unit_test(mask_shared_by_heads),
         cmocka_unit_test(causal_without_mask),
         cmocka_unit_test(fully_hidden_rows_are_zero),
+        cmocka_unit_test(rows_off_access_boundaries),
         cmocka_unit_test(in_place_and_misaligned),
         cmocka_unit_test(large_magnitudes),
         cmocka_unit_test(nan_and_infinities),

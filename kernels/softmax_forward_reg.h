@@ -109,7 +109,7 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
     /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
      * addresses would not fit in registers beside the held values. A
-     * shifted row (args.shift) starts `first` < 0 keys before its first
+     * shifted row (UF_REG_SHIFTED) starts `first` < 0 keys after its first
      * access, and reads its clamped accesses there. */
     const int at_once = UF_VEC > 1;
     const int64_t home = UF_REG_SHIFTED ? first : 0;

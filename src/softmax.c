@@ -439,7 +439,8 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     const int acc_size = d->dtype == UF_F64 ? 8 : 4;
     /* The widest access every row allows: 16 bytes, else 8 where the layer
      * builds such kernels (a 16-bit row of 4 keys more than a multiple of
-     * 8, an fp32 row of 2 more than a multiple of 4), else an element. */
+     * 8, an fp32 row of 2 more than a multiple of 4), else 16 bytes on
+     * shifted rows where they may be (may_shift_rows), else an element. */
     int access = esize;
     int shift = 0;
     if (align >= 16 && a->sk * esize % 16 == 0)
@@ -535,11 +536,11 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         order_rows(a, 1, esize);
         return register_launcher(paths, reg_path, shift, d->dtype)(&l, a);
     }
-    /* Longer rows stay in registers too, spread over blocks that run at
-     * once, where the device holds enough of them. */
-    /* The span and streaming paths take no shifted rows. */
+    /* The span, streaming and split paths take no shifted rows. */
     if (shift)
         return launch_here(backward, d, a, align, stream, 0);
+    /* Longer rows stay in registers too, spread over blocks that run at
+     * once, where the device holds enough of them. */
     st = launch_span(paths, a, l, backward, access == 16, &lim, max_threads, esize, acc_size);
     if (st != UF_ERR_LAUNCH)
         return st;

@@ -109,8 +109,8 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
     /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
      * addresses would not fit in registers beside the held values. A
-     * shifted row (UF_REG_SHIFTED) starts `first` < 0 keys after its first
-     * access, and reads its clamped accesses there. */
+     * shifted row's (UF_REG_SHIFTED) first access starts -first keys
+     * before the row, and its clamped accesses read that one. */
     const int at_once = UF_VEC > 1;
     const int64_t home = UF_REG_SHIFTED ? first : 0;
     UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)

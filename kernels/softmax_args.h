@@ -61,6 +61,10 @@ typedef enum uf_mask_kind {
  * CPUs have none: a thread's share is long there, and rows are not
  * rounded to warps. */
 #define UF_SOFTMAX_HAS_ROOMY (!UF_SOFTMAX_HAS_NARROW)
+/* Values a thread holds on the roomy paths, in the kernel sources (where
+ * UF_T, UF_ACC and UF_VEC are bound). */
+#define UF_SOFTMAX_ROOMY_N(backward)                                                               \
+    (UF_SOFTMAX_ROOMY_BASE_BYTES(backward, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
 /* The forward's shifted register kernels (softmax_forward.h), for rows
  * that start anywhere: GPUs, as the roomy ones. */
 #define UF_SOFTMAX_HAS_SHIFTED UF_SOFTMAX_HAS_ROOMY

@@ -67,68 +67,34 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0
+#define UF_REG_AS reg
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_write)
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
+#define UF_REG_AS reg_wide
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_wide)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_wide_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_wide_write)
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
 #if UF_SOFTMAX_HAS_ROOMY
-#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(1, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_roomy)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_roomy_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_roomy_write)
+#define UF_REG_AS reg_roomy
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
 #endif
 #if UF_SOFTMAX_HAS_NARROW
+#define UF_REG_AS reg_narrow
 #define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_reg_narrow)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_reg_narrow_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_reg_narrow_write)
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
 #endif
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
+#define UF_REG_AS span
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_span_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_span_write)
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED
 #define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED_BWD((int)sizeof(UF_T), UF_VEC_BYTES == 16)
 #define UF_REG_BOUNDED 1
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_bwd_span_kept)
-#define UF_REG_LOAD UF_VNAME(uf_softmax_bwd_span_kept_load)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_bwd_span_kept_write)
+#define UF_REG_AS span_kept
+#define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
 #include "kernels/softmax_backward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOAD
-#undef UF_REG_WRITE
 #undef UF_REG_SPAN
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED

@@ -1,6 +1,8 @@
 /*
  * The backward's register path (see softmax_backward.h), included once per
- * row share: UF_REG_N elements per thread, kernel UF_REG_KERNEL. The row's
+ * row share: UF_REG_N elements per thread, its functions named after
+ * UF_REG_AS (the kernel uf_softmax_bwd_<as>, uf_softmax_bwd_<as>_load and
+ * _write; both undefined at the end). The row's
  * `group` threads read y and dy once and keep them as the layer holds
  * waiting values (on GPUs as loaded, 16-bit data two to a register; see
  * UF_HOLDV in dtype_bind.h), reduce sum(y * dy) over the group, then write
@@ -10,6 +12,11 @@
  * may wait in shared memory (UF_REG_SHARED, UF_REG_BOUNDED).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
+#define UF_REG_PASTE_(a, b) a##b
+#define UF_REG_PASTE(a, b) UF_REG_PASTE_(a, b)
+#define UF_REG_KERNEL UF_VNAME(UF_REG_PASTE(uf_softmax_bwd_, UF_REG_AS))
+#define UF_REG_LOAD UF_VNAME(UF_REG_PASTE(UF_REG_PASTE(uf_softmax_bwd_, UF_REG_AS), _load))
+#define UF_REG_WRITE UF_VNAME(UF_REG_PASTE(UF_REG_PASTE(uf_softmax_bwd_, UF_REG_AS), _write))
 
 /* The products y * dy of one held access. */
 #define UF_HELD_PRODUCTS(p, yh, dyh)                                                               \
@@ -209,3 +216,10 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #undef UF_REG_HELD
 #undef UF_HELD_PRODUCTS
 #undef UF_REG_NV
+#undef UF_REG_KERNEL
+#undef UF_REG_LOAD
+#undef UF_REG_WRITE
+#undef UF_REG_PASTE
+#undef UF_REG_PASTE_
+#undef UF_REG_AS
+#undef UF_REG_N

@@ -388,53 +388,21 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0
 #define UF_REG_SHIFTED 0
+#define UF_REG_AS reg
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
+#define UF_REG_AS reg_wide
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_wide)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_wide_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_wide_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_wide_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #if UF_SOFTMAX_HAS_ROOMY
-#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(0, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_roomy)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_roomy_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_roomy_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_roomy_write)
+#define UF_REG_AS reg_roomy
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #endif
 #if UF_SOFTMAX_HAS_NARROW
+#define UF_REG_AS reg_narrow
 #define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_narrow)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_narrow_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_narrow_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_narrow_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #endif
 /* The three register shares again for rows that start anywhere, their
  * accesses aligned to the tensor (UF_REG_SHIFTED; src/softmax.c,
@@ -444,68 +412,30 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #if UF_SOFTMAX_HAS_SHIFTED && UF_VEC_BYTES == 16 && UF_DT != 4
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 1
+#define UF_REG_AS reg_shifted
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_shifted)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_shifted_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_shifted_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_shifted_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
+#define UF_REG_AS reg_wide_shifted
 #define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_wide_shifted)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_wide_shifted_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_wide_shifted_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_wide_shifted_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
-#define UF_REG_N (UF_SOFTMAX_ROOMY_BASE_BYTES(0, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_reg_roomy_shifted)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_reg_roomy_shifted_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_reg_roomy_shifted_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_reg_roomy_shifted_write)
+#define UF_REG_AS reg_roomy_shifted
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 0
 #endif
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
+#define UF_REG_AS span
 #define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_span)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_span_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_span_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_span_write)
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED
 #define UF_REG_SHARED UF_SOFTMAX_SPAN_SHARED((int)sizeof(UF_T))
 #define UF_REG_BOUNDED 1
-#define UF_REG_KERNEL UF_VNAME(uf_softmax_fwd_span_kept)
-#define UF_REG_LOGITS UF_VNAME(uf_softmax_span_kept_logits)
-#define UF_REG_SHARE UF_VNAME(uf_softmax_span_kept_share)
-#define UF_REG_WRITE UF_VNAME(uf_softmax_span_kept_write)
+#define UF_REG_AS span_kept
+#define UF_REG_N (UF_SOFTMAX_SPAN_BYTES(sizeof(UF_T)) / (int)sizeof(UF_ACC))
 #include "kernels/softmax_forward_reg.h"
-#undef UF_REG_N
-#undef UF_REG_KERNEL
-#undef UF_REG_LOGITS
-#undef UF_REG_SHARE
-#undef UF_REG_WRITE
 #undef UF_REG_SPAN
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED

@@ -1,6 +1,8 @@
 /*
  * The forward's register path (see softmax_forward.h), included once per
- * row share: UF_REG_N elements per thread, kernel UF_REG_KERNEL. The row's
+ * row share: UF_REG_N elements per thread, its functions named after
+ * UF_REG_AS (the kernel uf_softmax_fwd_<as>, uf_softmax_<as>_logits,
+ * _share, _write; both undefined at the end). The row's
  * `group` threads read it once into registers, reduce its maximum and sum
  * over the group, and write it once. With UF_REG_SPAN 1 a row spans
  * `nchunks` blocks (the span path): each block reduces its chunk, the
@@ -14,6 +16,12 @@
  * multiprocessor).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
+#define UF_REG_PASTE_(a, b) a##b
+#define UF_REG_PASTE(a, b) UF_REG_PASTE_(a, b)
+#define UF_REG_KERNEL UF_VNAME(UF_REG_PASTE(uf_softmax_fwd_, UF_REG_AS))
+#define UF_REG_LOGITS UF_VNAME(UF_REG_PASTE(UF_REG_PASTE(uf_softmax_, UF_REG_AS), _logits))
+#define UF_REG_SHARE UF_VNAME(UF_REG_PASTE(UF_REG_PASTE(uf_softmax_, UF_REG_AS), _share))
+#define UF_REG_WRITE UF_VNAME(UF_REG_PASTE(UF_REG_PASTE(uf_softmax_, UF_REG_AS), _write))
 #if UF_VECTORISED_LOOPS && UF_GROUP_ITEMS_INTERLEAVED
 #error "UF_REG_LOGITS's vectorised loops take a thread's keys as consecutive"
 #endif
@@ -83,14 +91,14 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
             const UF_T *mask = (const UF_T *)r->mask;
             UF_PREFETCH_AHEAD(&mask[j], sizeof(UF_T) * UF_REG_N, 0);
             const UF_T *keys_m = &mask[j];
-            if (whole && as_is) {
-                memcpy(x, keys_m, sizeof x);
-                keys_m = x;
-            } else if (!whole) {
+            if (!whole) {
                 for (int k = 0; k < UF_REG_NV; ++k) {
                     const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
                     UF_LOADVEC(&x[k * UF_VEC], &mask[j0 <= last ? j0 : 0]);
                 }
+                keys_m = x;
+            } else if (as_is) {
+                memcpy(x, keys_m, sizeof x);
                 keys_m = x;
             }
             if (as_is) {
@@ -189,24 +197,6 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
                 break;
             UF_STOREVEC(&y[j0], &out[k * UF_VEC]);
         }
-    } else if (UF_REG_SHIFTED) {
-        /* A shifted row: an access across its start or end stores its own
-         * keys only, one at a time. A loop of its own, so that the other
-         * rows' loop below carries none of it. */
-        UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
-        {
-            const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
-            if (j0 >= a->sk)
-                break;
-            UF_ACC *p = &v[k * UF_VEC];
-            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) p[e] *= inv;
-            if (j0 >= 0 && j0 + UF_VEC <= a->sk) {
-                UF_STOREV(y, j0, p);
-            } else {
-                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) if (j0 + e >= 0 && j0 + e < a->sk)
-                    y[j0 + e] = UF_FROM_ACC(p[e]);
-            }
-        }
     } else {
         UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
         {
@@ -215,7 +205,14 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, UF_T *y, int lane, int64_t fir
                 break;
             UF_ACC *p = &v[k * UF_VEC];
             UF_UNROLL for (int e = 0; e < UF_VEC; ++e) p[e] *= inv;
-            UF_STOREV(y, j0, p);
+            if (UF_REG_SHIFTED && (j0 < 0 || j0 + UF_VEC > a->sk)) {
+                /* A shifted row's access across its start or end: its
+                 * own keys only, one at a time. */
+                UF_UNROLL for (int e = 0; e < UF_VEC; ++e) if (j0 + e >= 0 && j0 + e < a->sk)
+                    y[j0 + e] = UF_FROM_ACC(p[e]);
+            } else {
+                UF_STOREV(y, j0, p);
+            }
         }
     }
 }
@@ -337,3 +334,11 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #undef UF_REG_NV
 #undef UF_REG_ORDER
 #undef UF_REG_SHIFT
+#undef UF_REG_KERNEL
+#undef UF_REG_LOGITS
+#undef UF_REG_SHARE
+#undef UF_REG_WRITE
+#undef UF_REG_PASTE
+#undef UF_REG_PASTE_
+#undef UF_REG_AS
+#undef UF_REG_N

@@ -61,6 +61,10 @@ typedef enum uf_mask_kind {
  * CPUs have none: a thread's share is long there, and rows are not
  * rounded to warps. */
 #define UF_SOFTMAX_HAS_ROOMY (!UF_SOFTMAX_HAS_NARROW)
+/* The share the roomy path adds an access to, by pass and element size. */
+#define UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize)                                               \
+    (!(backward) && (esize) <= UF_SOFTMAX_WIDE_MAX_ESIZE ? UF_SOFTMAX_WIDE_BYTES                   \
+                                                         : UF_SOFTMAX_REG_BYTES)
 /* Values a thread holds on the roomy paths, in the kernel sources (where
  * UF_T, UF_ACC and UF_VEC are bound). */
 #define UF_SOFTMAX_ROOMY_N(backward)                                                               \
@@ -68,9 +72,6 @@ typedef enum uf_mask_kind {
 /* The forward's shifted register kernels (softmax_forward.h), for rows
  * that start anywhere: GPUs, as the roomy ones. */
 #define UF_SOFTMAX_HAS_SHIFTED UF_SOFTMAX_HAS_ROOMY
-#define UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize)                                               \
-    (!(backward) && (esize) <= UF_SOFTMAX_WIDE_MAX_ESIZE ? UF_SOFTMAX_WIDE_BYTES                   \
-                                                         : UF_SOFTMAX_REG_BYTES)
 
 /* The span paths (a row held in the registers of several blocks): bytes
  * per thread for elements of `esize` bytes; 16-bit rows take the wide

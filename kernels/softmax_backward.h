@@ -56,14 +56,13 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
         UF_BLOCK_SUM(dot);                                                                         \
     }
 
-/* The register path, twice: UF_SOFTMAX_REG_BYTES of each row per thread
- * in compute values' size, and UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes
- * it for 16-bit rows longer than a warp's registers); then a third
- * time: on GPUs roomy (one access more a thread, for rows a little past a
- * whole number of warps' shares), on CPUs narrow, for short rows
- * (softmax_args.h); then the span path (rows longer than a block's
- * registers) with UF_SOFTMAX_SPAN_BYTES,
- * without and with shared shares (softmax_args.h). */
+/* The register path, once per share (softmax_backward_reg.h, named by
+ * UF_REG_AS): UF_SOFTMAX_REG_BYTES of each row per thread in compute
+ * values' size; UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes it for 16-bit
+ * rows longer than a warp's registers); on GPUs roomy (one access more a
+ * thread), on CPUs narrow (short rows); then the span path (rows longer
+ * than a block's registers) with UF_SOFTMAX_SPAN_BYTES, without and with
+ * shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0

@@ -377,13 +377,14 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
         UF_X(m) = UF_X(row_max);                                                                   \
     }
 
-/* The register path, twice: UF_SOFTMAX_REG_BYTES of row per thread, and
- * UF_SOFTMAX_WIDE_BYTES (fewer threads per row, fewer reductions per
- * element; src/softmax.c takes it for 16-bit rows longer than a warp's
- * registers); then a third time: on GPUs roomy (one access more a thread,
- * for rows a little past a whole number of warps' shares), on CPUs
- * narrow, for short rows (softmax_args.h); then the span path with UF_SOFTMAX_SPAN_BYTES, without
- * and with shared shares (softmax_args.h). */
+/* The register path, once per share (softmax_forward_reg.h, named by
+ * UF_REG_AS): UF_SOFTMAX_REG_BYTES of row per thread; UF_SOFTMAX_WIDE_BYTES
+ * (fewer threads per row, fewer reductions per element; src/softmax.c
+ * takes it for 16-bit rows longer than a warp's registers); on GPUs roomy
+ * (one access more a thread, for rows a little past a whole number of
+ * warps' shares), on CPUs narrow (short rows); on GPUs the first three
+ * again for shifted rows; then the span path with UF_SOFTMAX_SPAN_BYTES,
+ * without and with shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0

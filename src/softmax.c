@@ -89,6 +89,9 @@ static const uf_softmax_launcher shifted_launchers[3][3] = {
  * shares (S = 128, 256). */
 #define UF_SOFTMAX_NARROW_THREADS 4
 #define UF_SOFTMAX_NARROW_THREADS_BWD 16
+/* The backward takes a roomy kernel only where it saves at least one
+ * register slot in this many (launch_here). */
+#define UF_SOFTMAX_ROOMY_BWD_SHARE 20
 /* Accesses per thread in one chunk of the split path. */
 #define UF_SPLIT_ACCESSES 4
 
@@ -492,10 +495,10 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     /* One access more a thread where that leaves a row fewer register
      * slots, its threads rounded to a power of two up to a warp and to
      * warps beyond (softmax_args.h); in the backward at least a twentieth
-     * fewer (16-bit rows of 4100 keys, 3% fewer slots: 70 -> 65% of copy on
-     * the H200, 83 -> 80% on an H100, where every other cell measured
-     * gained or held). Not for rows of a few threads, whose groups
-     * row_group tunes. */
+     * fewer, UF_SOFTMAX_ROOMY_BWD_SHARE (16-bit rows of 4100 keys, 3%
+     * fewer slots: 70 -> 65% of copy on the H200, 83 -> 80% on an H100,
+     * where every other cell measured gained or held). Not for rows of a
+     * few threads, whose groups row_group tunes. */
     const int64_t roomy_per_thread =
         UF_SOFTMAX_ROOMY_BASE_BYTES(backward, esize) / acc_size / width + 1;
     if (UF_SOFTMAX_HAS_ROOMY && reg_path != PATH_REG_NARROW && need > 4 &&
@@ -504,8 +507,9 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         const int64_t slots = round_threads(need, warp) * per_thread;
         const int64_t roomy_slots = round_threads(roomy_need, warp) * roomy_per_thread;
         if (roomy_need <= max_threads &&
-            (need > max_threads ||
-             (backward ? 20 * roomy_slots <= 19 * slots : roomy_slots < slots))) {
+            (need > max_threads || (backward ? UF_SOFTMAX_ROOMY_BWD_SHARE * roomy_slots <=
+                                                   (UF_SOFTMAX_ROOMY_BWD_SHARE - 1) * slots
+                                             : roomy_slots < slots))) {
             reg_path = PATH_REG_ROOMY;
             per_thread = roomy_per_thread;
             need = roomy_need;

@@ -69,8 +69,8 @@ typedef enum uf_mask_kind {
  * UF_T, UF_ACC and UF_VEC are bound). */
 #define UF_SOFTMAX_ROOMY_N(backward)                                                               \
     (UF_SOFTMAX_ROOMY_BASE_BYTES(backward, (int)sizeof(UF_T)) / (int)sizeof(UF_ACC) + UF_VEC)
-/* The forward's shifted register kernels (softmax_forward.h), for rows
- * that start anywhere: GPUs, as the roomy ones. */
+/* The shifted register kernels (softmax_forward.h, softmax_backward.h),
+ * for rows that start anywhere: GPUs, as the roomy ones. */
 #define UF_SOFTMAX_HAS_SHIFTED UF_SOFTMAX_HAS_ROOMY
 
 /* The span paths (a row held in the registers of several blocks): bytes
@@ -174,12 +174,14 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, vec)
-/* The forward's shifted register kernels (GPUs, 16-byte accesses;
- * softmax_forward.h). */
+/* The shifted register kernels (GPUs, 16-byte accesses;
+ * softmax_forward.h, softmax_backward.h). */
+#define UF_SOFTMAX_DECLARE_SHIFTED_PASS(pass, dt, vec)                                             \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_shifted, dt, vec)                                             \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_wide_shifted, dt, vec)                                        \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_roomy_shifted, dt, vec)
 #define UF_SOFTMAX_DECLARE_SHIFTED(dt, vec)                                                        \
-    UF_SOFTMAX_DECLARE_ONE(fwd, reg_shifted, dt, vec)                                              \
-    UF_SOFTMAX_DECLARE_ONE(fwd, reg_wide_shifted, dt, vec)                                         \
-    UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy_shifted, dt, vec)
+    UF_SOFTMAX_DECLARE_SHIFTED_PASS(fwd, dt, vec) UF_SOFTMAX_DECLARE_SHIFTED_PASS(bwd, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \

@@ -60,12 +60,14 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
  * UF_REG_AS): UF_SOFTMAX_REG_BYTES of each row per thread in compute
  * values' size; UF_SOFTMAX_WIDE_BYTES (src/softmax.c takes it for 16-bit
  * rows longer than a warp's registers); on GPUs roomy (one access more a
- * thread), on CPUs narrow (short rows); then the span path (rows longer
+ * thread), on CPUs narrow (short rows); on GPUs the first three again
+ * for shifted rows; then the span path (rows longer
  * than a block's registers) with UF_SOFTMAX_SPAN_BYTES, without and with
  * shared shares (softmax_args.h). */
 #define UF_REG_SPAN 0
 #define UF_REG_SHARED 0
 #define UF_REG_BOUNDED 0
+#define UF_REG_SHIFTED 0
 #define UF_REG_AS reg
 #define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
 #include "kernels/softmax_backward_reg.h"
@@ -82,6 +84,23 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #define UF_REG_N (UF_SOFTMAX_NARROW_BYTES / (int)sizeof(UF_ACC))
 #include "kernels/softmax_backward_reg.h"
 #endif
+/* The first three again for rows that start anywhere (UF_REG_SHIFTED), as
+ * the forward's (softmax_forward.h). */
+#if UF_SOFTMAX_HAS_SHIFTED && UF_VEC_BYTES == 16 && UF_DT != 4
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 1
+#define UF_REG_AS reg_shifted
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_backward_reg.h"
+#define UF_REG_AS reg_wide_shifted
+#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_backward_reg.h"
+#define UF_REG_AS reg_roomy_shifted
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
+#include "kernels/softmax_backward_reg.h"
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 0
+#endif
 #undef UF_REG_SPAN
 #define UF_REG_SPAN 1
 #define UF_REG_AS span
@@ -97,6 +116,7 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #undef UF_REG_SPAN
 #undef UF_REG_SHARED
 #undef UF_REG_BOUNDED
+#undef UF_REG_SHIFTED
 #undef UF_SOFTMAX_SPAN_DOT
 
 /* One thread's share of sum(y * dy) over keys [begin, end). */

@@ -9,7 +9,11 @@
  * dx. With UF_REG_SPAN 1 a row spans `nchunks` blocks, which add up their
  * chunks' sums through `partial` while they hold their chunks; as in the
  * forward (softmax_forward_reg.h), a.shares shares of a span block's chunk
- * may wait in shared memory (UF_REG_SHARED, UF_REG_BOUNDED).
+ * may wait in shared memory (UF_REG_SHARED, UF_REG_BOUNDED). With
+ * UF_REG_SHIFTED 1 a row's accesses are aligned to the tensor, not to the
+ * row (as the forward's shifted rows): its first and last accesses hold
+ * keys of the rows beside it, which add nothing to the sum and are not
+ * written.
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 #define UF_REG_PASTE_(a, b) a##b
@@ -28,9 +32,16 @@
             (p)[e_] = yv_[e_] * dyv_[e_];                                                          \
     } while (0)
 
+/* Whether the access from key j0 of a shifted row (UF_REG_SHIFTED) holds
+ * keys of another row; whether key j is the row's (0 <= j < sk, one
+ * unsigned comparison). */
+#define UF_REG_STRADDLES(j0, sk) (UF_REG_SHIFTED && ((j0) < 0 || (j0) + UF_VEC > (sk)))
+#define UF_REG_INSIDE(j, sk) ((uint64_t)(j) < (uint64_t)(sk))
+
 /* Loads the thread's UF_REG_N elements of y and dy of its row from key
  * `first` on into y and dy, held as the layer holds waiting values (zeros
- * past the row or past the last row); returns their sum of y * dy. */
+ * past the row or past the last row; a shifted row's keys of other rows
+ * as loaded, left out of the sum); returns their sum of y * dy. */
 UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_t first, UF_HELD *y,
                          UF_HELD *dy)
 {
@@ -89,7 +100,15 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_
         UF_ACC yv[UF_VEC], dyv[UF_VEC];
         UF_HELD_TO_ACC(yv, &y[k * UF_HELD_N]);
         UF_HELD_TO_ACC(dyv, &dy[k * UF_HELD_N]);
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += yv[e] * dyv[e];
+        const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
+        if (UF_REG_STRADDLES(j0, a->sk)) {
+            /* The product, not y, left out: another row's y * dy may be
+             * inf * 0. */
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc +=
+                UF_REG_INSIDE(j0 + e, a->sk) ? yv[e] * dyv[e] : (UF_ACC)0;
+        } else {
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) acc += yv[e] * dyv[e];
+        }
     }
     return acc;
 }
@@ -132,7 +151,13 @@ UF_FN void UF_REG_WRITE(const uf_softmax_args *a, int64_t row, int lane, int64_t
         UF_HELD_TO_ACC(yv, &y[k * UF_HELD_N]);
         UF_HELD_TO_ACC(dyv, &dy[k * UF_HELD_N]);
         UF_UNROLL for (int e = 0; e < UF_VEC; ++e) yv[e] = scale * yv[e] * (dyv[e] - d);
-        UF_STOREV(dx, j0, yv);
+        if (UF_REG_STRADDLES(j0, a->sk)) {
+            /* The row's own keys only, one at a time. */
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e) if (UF_REG_INSIDE(j0 + e, a->sk))
+                dx[j0 + e] = UF_FROM_ACC(yv[e]);
+        } else {
+            UF_STOREV(dx, j0, yv);
+        }
     }
 }
 
@@ -163,6 +188,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, 0, b, t, rows_per_block, &first);
+            first += UF_SOFTMAX_SHIFT(UF_REG_SHIFTED, a, row);
             const int lane = t % group;
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_dot = 0;
@@ -191,6 +217,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, 0, b, t, rows_per_block, &first);
+            first += UF_SOFTMAX_SHIFT(UF_REG_SHIFTED, a, row);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -215,6 +242,8 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #undef UF_REG_KEPT
 #undef UF_REG_HELD
 #undef UF_HELD_PRODUCTS
+#undef UF_REG_STRADDLES
+#undef UF_REG_INSIDE
 #undef UF_REG_NV
 #undef UF_REG_KERNEL
 #undef UF_REG_LOAD

@@ -84,6 +84,13 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int order, 
     return uf_softmax_block_order(a, order, b) * rows_per_block + t / a->group;
 }
 
+/* A shifted row's (register paths, UF_REG_SHIFTED) accesses start this
+ * many keys (<= 0) from its start: back to the tensor's access boundary
+ * (the tensor's start is one). `shifted` is a constant of each kernel;
+ * UF_VEC is the including kernel's. */
+#define UF_SOFTMAX_SHIFT(shifted, a, row)                                                          \
+    ((shifted) ? -(((row) * (a).sk) & (UF_VEC - 1)) : (int64_t)0)
+
 /* Span paths, thread 0 of logical block b once its partial is stored:
  * counts the block in on its row and returns when every chunk of the row
  * is in (a barrier after it passes that on to the block). The row's last

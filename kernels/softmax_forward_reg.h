@@ -27,9 +27,6 @@
 #endif
 /* whether blocks take rows in order_rows' order (softmax_args.h) */
 #define UF_REG_ORDER UF_SOFTMAX_ORDER_ROWS((int)sizeof(UF_T))
-/* A shifted row's accesses start this many keys (<= 0) from its start:
- * back to the access boundary of the tensor, whose start is one. */
-#define UF_REG_SHIFT(a, row) (UF_REG_SHIFTED ? -(((row) * (a).sk) & (UF_VEC - 1)) : (int64_t)0)
 
 /* The thread's UF_REG_N logits of its row, every load issued before any
  * arithmetic so that they are in flight together (a test per access would
@@ -244,7 +241,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
-            first += UF_REG_SHIFT(a, row);
+            first += UF_SOFTMAX_SHIFT(UF_REG_SHIFTED, a, row);
             const int lane = t % group;
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_max = (UF_ACC)-INFINITY;
@@ -310,7 +307,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             int64_t first;
             const int64_t row =
                 uf_softmax_reg_row(&a, UF_REG_SPAN, UF_REG_ORDER, b, t, rows_per_block, &first);
-            first += UF_REG_SHIFT(a, row);
+            first += UF_SOFTMAX_SHIFT(UF_REG_SHIFTED, a, row);
             const int lane = t % group;
             if (row >= a.rows)
                 continue;
@@ -333,7 +330,6 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
 #undef UF_REG_KEPT
 #undef UF_REG_NV
 #undef UF_REG_ORDER
-#undef UF_REG_SHIFT
 #undef UF_REG_KERNEL
 #undef UF_REG_LOGITS
 #undef UF_REG_SHARE

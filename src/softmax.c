@@ -63,16 +63,17 @@ static const uf_softmax_launcher launchers[2][4][3][NPATHS] = {
      UF_SM_ROW(bwd, bf16, 8, UF_SM_V8(4)), UF_SM_ROW(bwd, f64, 2, 1)}};
 
 #if UF_SOFTMAX_HAS_SHIFTED
-/* The forward's shifted register kernels, indexed [dtype - 1][regular,
+/* The shifted register kernels, indexed [backward][dtype - 1][regular,
  * wide, roomy] (f64 has none). */
-#define UF_SM_SHIFTED(dt, vec)                                                                     \
+#define UF_SM_SHIFTED(pass, dt, vec)                                                               \
     {                                                                                              \
-        uf_softmax_fwd_reg_shifted_##dt##_v##vec##_launch,                                         \
-            uf_softmax_fwd_reg_wide_shifted_##dt##_v##vec##_launch,                                \
-            uf_softmax_fwd_reg_roomy_shifted_##dt##_v##vec##_launch                                \
+        uf_softmax_##pass##_reg_shifted_##dt##_v##vec##_launch,                                    \
+            uf_softmax_##pass##_reg_wide_shifted_##dt##_v##vec##_launch,                           \
+            uf_softmax_##pass##_reg_roomy_shifted_##dt##_v##vec##_launch                           \
     }
-static const uf_softmax_launcher shifted_launchers[3][3] = {
-    UF_SM_SHIFTED(f32, 4), UF_SM_SHIFTED(f16, 8), UF_SM_SHIFTED(bf16, 8)};
+static const uf_softmax_launcher shifted_launchers[2][3][3] = {
+    {UF_SM_SHIFTED(fwd, f32, 4), UF_SM_SHIFTED(fwd, f16, 8), UF_SM_SHIFTED(fwd, bf16, 8)},
+    {UF_SM_SHIFTED(bwd, f32, 4), UF_SM_SHIFTED(bwd, f16, 8), UF_SM_SHIFTED(bwd, bf16, 8)}};
 #endif
 
 /* One block per row rereads its row from L2 only while the rows in flight
@@ -401,31 +402,33 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
 /* The register path's launcher: `path` one of PATH_REG, PATH_REG_WIDE,
  * PATH_REG_ROOMY and PATH_REG_NARROW, its shifted kernel where `shift`. */
 static uf_softmax_launcher register_launcher(const uf_softmax_launcher *paths, int path, int shift,
-                                             uf_dtype dtype)
+                                             int backward, uf_dtype dtype)
 {
 #if UF_SOFTMAX_HAS_SHIFTED
     if (shift)
-        return shifted_launchers[dtype - 1][path == PATH_REG_WIDE    ? 1
-                                            : path == PATH_REG_ROOMY ? 2
-                                                                     : 0];
+        return shifted_launchers[backward][dtype - 1][path == PATH_REG_WIDE    ? 1
+                                                      : path == PATH_REG_ROOMY ? 2
+                                                                               : 0];
 #endif
     (void)shift;
+    (void)backward;
     (void)dtype;
     return paths[path];
 }
 
-/* Whether the forward's rows, whose length would leave them element-wide,
- * take 16-byte accesses shifted to the tensor's access boundaries (the
- * shifted kernels, softmax_forward.h) on a register path: on GPUs, where an
- * element-wide row loads a key an instruction (16-bit forward rows of 197
- * keys at 35% of copy on the H200), with every pointer 16-byte aligned,
- * the tensor a whole number of accesses (so that no access passes its
- * end), and no mask of x's type (read as whole accesses, which its rows'
- * own offsets would misalign). */
-static int may_shift_rows(int backward, const uf_softmax_args *a, int esize, int align)
+/* Whether rows whose length would leave them element-wide take 16-byte
+ * accesses shifted to the tensor's access boundaries (the shifted kernels,
+ * softmax_forward.h and softmax_backward.h) on a register path: on GPUs,
+ * where an element-wide row loads a key an instruction (16-bit rows of
+ * 130 to 257 keys at 21 to 41% of copy on the H200), with every
+ * pointer 16-byte aligned, the tensor a whole number of accesses (so that
+ * no access passes its end), and in the forward no mask of x's type (read
+ * as whole accesses, which its rows' own offsets would misalign; the
+ * backward has no mask). */
+static int may_shift_rows(const uf_softmax_args *a, int esize, int align)
 {
-    return UF_SOFTMAX_HAS_SHIFTED && !backward && esize < 8 && align >= 16 &&
-           a->mask_kind != UF_MASK_ADD_SAME && a->rows * a->sk % (16 / esize) == 0;
+    return UF_SOFTMAX_HAS_SHIFTED && esize < 8 && align >= 16 && a->mask_kind != UF_MASK_ADD_SAME &&
+           a->rows * a->sk % (16 / esize) == 0;
 }
 
 /* Chooses the path and launch shape from the row length and the device,
@@ -450,7 +453,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         access = 16;
     else if (UF_ACCESS8_KERNELS && esize < 8 && align >= 8 && a->sk * esize % 8 == 0)
         access = 8;
-    else if (shifting && may_shift_rows(backward, a, esize, align)) {
+    else if (shifting && may_shift_rows(a, esize, align)) {
         access = 16;
         shift = 1;
     }
@@ -525,7 +528,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         l.blocks = (a->rows + rows_per_block - 1) / rows_per_block;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         order_rows(a, rows_per_block, esize);
-        return register_launcher(paths, reg_path, shift, d->dtype)(&l, a);
+        return register_launcher(paths, reg_path, shift, backward, d->dtype)(&l, a);
     }
     /* A row that fits a block's registers stays there, whatever its length:
      * with every load of a thread in flight together (softmax_forward_reg.h)
@@ -538,7 +541,7 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
         l.blocks = a->rows;
         l.max_grid = backward ? 0 : resident_waves(&lim, l.threads);
         order_rows(a, 1, esize);
-        return register_launcher(paths, reg_path, shift, d->dtype)(&l, a);
+        return register_launcher(paths, reg_path, shift, backward, d->dtype)(&l, a);
     }
     /* The span, streaming and split paths take no shifted rows. */
     if (shift)

@@ -67,6 +67,36 @@ static void in_place_and_misaligned(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Rows whose start is not on a 16-byte boundary of the tensor: on GPUs
+ * the shifted kernels (src/softmax.c, may_shift_rows), whose first and
+ * last accesses hold keys of the rows beside them; plain, and with dx over
+ * dy. */
+static void rows_off_access_boundaries(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    static const int64_t lengths[] = {1, 3, 5, 31, 33, 197, 257, 1001, 1025, 4097, 16385, 40001};
+    size_t bad = 0;
+    for (size_t d = 0; d < NDTYPES; ++d) {
+        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
+            const int64_t sk = lengths[i];
+            const int64_t shape[] = {2, 8, sk}; /* 16 rows */
+            sm_case c = sm_make(dtypes[d], 3, shape);
+            c.desc.scale = 0.5;
+            c.desc.causal = (int)(i % 2); /* y with hidden (zero) keys half the time */
+            c.seed = 700 + (uint64_t)i;
+            for (int in_place = 0; in_place < 2; ++in_place) {
+                c.in_place = in_place;
+                char what[96];
+                snprintf(what, sizeof what, "backward off-boundary in_place=%d sk=%lld", in_place,
+                         (long long)sk);
+                bad += sm_check_backward(&c, what);
+            }
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void hidden_rows_have_zero_gradient(void **state)
 {
     (void)state;
@@ -131,6 +161,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(row_lengths),
+        cmocka_unit_test(rows_off_access_boundaries),
         cmocka_unit_test(in_place_and_misaligned),
         cmocka_unit_test(hidden_rows_have_zero_gradient),
         cmocka_unit_test(many_long_rows),

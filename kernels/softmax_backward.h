@@ -98,6 +98,18 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 #define UF_REG_AS reg_roomy_shifted
 #define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
 #include "kernels/softmax_backward_reg.h"
+/* And for ragged tensors (UF_REG_SHIFTED 2; UF_SOFTMAX_PAST_END). */
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 2
+#define UF_REG_AS reg_ragged
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_backward_reg.h"
+#define UF_REG_AS reg_wide_ragged
+#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_backward_reg.h"
+#define UF_REG_AS reg_roomy_ragged
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
+#include "kernels/softmax_backward_reg.h"
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 0
 #endif

@@ -13,7 +13,7 @@
  * UF_REG_SHIFTED 1 a row's accesses are aligned to the tensor, not to the
  * row (as the forward's shifted rows): its first and last accesses hold
  * keys of the rows beside it, which add nothing to the sum and are not
- * written.
+ * written; 2 the same in a ragged tensor (UF_SOFTMAX_PAST_END).
  */
 #define UF_REG_NV (UF_REG_N / UF_VEC) /* accesses per thread */
 #define UF_REG_PASTE_(a, b) a##b
@@ -41,9 +41,11 @@
 /* Loads the thread's UF_REG_N elements of y and dy of its row from key
  * `first` on into y and dy, held as the layer holds waiting values (zeros
  * past the row or past the last row; a shifted row's keys of other rows
- * as loaded, left out of the sum); returns their sum of y * dy. */
-UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_t first, UF_HELD *y,
-                         UF_HELD *dy)
+ * as loaded, left out of the sum); returns their sum of y * dy. Where
+ * `keywise` (a constant; UF_SOFTMAX_PAST_END) the accesses across the
+ * row's ends are read key by key. */
+UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int keywise, int lane,
+                         int64_t first, UF_HELD *y, UF_HELD *dy)
 {
     const int group = a->group;
     const int64_t base = (row < a->rows ? row : 0) * a->sk;
@@ -87,7 +89,19 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int lane, int64_
     {
         const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
         UF_HELD *yk = &y[k * UF_HELD_N], *dyk = &dy[k * UF_HELD_N];
-        if (row < a->rows && j0 < a->sk) {
+        if (keywise && UF_REG_STRADDLES(j0, a->sk) && j0 < a->sk) {
+            /* This access may pass the tensor's end: key by key, each
+             * index inside the row. */
+            UF_T ys[UF_VEC], dys[UF_VEC];
+            UF_UNROLL for (int e = 0; e < UF_VEC; ++e)
+            {
+                const int64_t i = j0 + e < 0 ? 0 : j0 + e < a->sk ? j0 + e : a->sk - 1;
+                ys[e] = yr[i];
+                dys[e] = dyr[i];
+            }
+            UF_HOLD_RUN(yk, ys, UF_VEC);
+            UF_HOLD_RUN(dyk, dys, UF_VEC);
+        } else if (row < a->rows && j0 < a->sk) {
             UF_HOLDV(yk, yr, j0);
             UF_HOLDV(dyk, dyr, j0);
         } else {
@@ -193,7 +207,7 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
             const int shares = UF_REG_SHARED ? a.shares : 0;
             UF_ACC kept_dot = 0;
             for (int j = 0; j < shares; ++j) {
-                kept_dot += UF_REG_LOAD(&a, row, lane, first + (int64_t)j * group * UF_REG_N,
+                kept_dot += UF_REG_LOAD(&a, row, 0, lane, first + (int64_t)j * group * UF_REG_N,
                                         UF_X(y), UF_X(dy));
                 UF_UNROLL for (int i = 0; i < UF_REG_HELD; ++i)
                 {
@@ -201,8 +215,12 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                     kept[UF_REG_KEPT(2 * j + 1, i, t)] = UF_X(dy)[i];
                 }
             }
-            UF_X(dot) = UF_REG_LOAD(&a, row, lane, first + (int64_t)shares * group * UF_REG_N,
-                                    UF_X(y), UF_X(dy));
+            /* In a ragged tensor (UF_REG_SHIFTED 2), in code of its own. */
+            const int64_t from = first + (int64_t)shares * group * UF_REG_N;
+            if (UF_REG_SHIFTED == 2 && UF_SOFTMAX_PAST_END(a, row))
+                UF_X(dot) = UF_REG_LOAD(&a, row, 1, lane, from, UF_X(y), UF_X(dy));
+            else
+                UF_X(dot) = UF_REG_LOAD(&a, row, 0, lane, from, UF_X(y), UF_X(dy));
             if (shares)
                 UF_X(dot) += kept_dot;
         }

@@ -91,6 +91,13 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int order, 
 #define UF_SOFTMAX_SHIFT(shifted, a, row)                                                          \
     ((shifted) ? -(((row) * (a).sk) & (UF_VEC - 1)) : (int64_t)0)
 
+/* Whether a row of a ragged tensor (one that ends inside an access) has
+ * keys past the tensor's last access boundary: a shifted row's access
+ * there would pass the tensor's end (UF_REG_SHIFTED 2 reads such rows key
+ * by key). Several rows shorter than an access may share that access. */
+#define UF_SOFTMAX_PAST_END(a, row)                                                                \
+    (((row) + 1) * (a).sk > ((a).rows * (a).sk & ~(int64_t)(UF_VEC - 1)))
+
 /* Span paths, thread 0 of logical block b once its partial is stored:
  * counts the block in on its row and returns when every chunk of the row
  * is in (a barrier after it passes that on to the block). The row's last

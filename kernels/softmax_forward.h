@@ -30,6 +30,7 @@ typedef struct UF_VNAME(uf_softmax_row) {
     const UF_T *x;
     const void *mask; /* this row's mask, NULL without one */
     int64_t last_key; /* keys after it are hidden by the causal rule */
+    int64_t sk;
     UF_ACC scale;
 } UF_VNAME(uf_softmax_row);
 
@@ -45,6 +46,7 @@ UF_FN UF_VNAME(uf_softmax_row) UF_VNAME(uf_softmax_row_at)(const uf_softmax_args
         r.mask = (const char *)a->x2 + uf_softmax_mask_offset(a, row) * (int64_t)esize;
     }
     r.last_key = uf_softmax_last_key(a, row);
+    r.sk = a->sk;
     r.scale = (UF_ACC)a->scale;
     return r;
 }
@@ -86,11 +88,23 @@ UF_FN void UF_VNAME(uf_softmax_hold_mask)(const UF_VNAME(uf_softmax_row) * r, in
     }
 }
 
-/* The same with x's keys. */
+/* The same with x's keys; where `keywise` (a constant) key by key, each
+ * index kept inside the row (shifted rows whose last access may pass the
+ * tensor's end; the keys outside the row are hidden). */
 UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kind, int64_t j,
-                                     UF_VNAME(uf_softmax_held) * h, int within)
+                                     UF_VNAME(uf_softmax_held) * h, int within, int keywise)
 {
-    UF_HOLDV(h->x, r->x, j);
+    if (keywise) {
+        UF_T keys[UF_VEC];
+        UF_UNROLL for (int e = 0; e < UF_VEC; ++e)
+        {
+            const int64_t i = j + e < 0 ? 0 : j + e < r->sk ? j + e : r->sk - 1;
+            keys[e] = r->x[i];
+        }
+        UF_HOLD_RUN(h->x, keys, UF_VEC);
+    } else {
+        UF_HOLDV(h->x, r->x, j);
+    }
     UF_VNAME(uf_softmax_hold_mask)(r, kind, j, h, within);
 }
 
@@ -181,7 +195,7 @@ UF_FN void UF_VNAME(uf_softmax_load_as)(int kind, const UF_VNAME(uf_softmax_row)
                                         UF_ACC *z)
 {
     UF_VNAME(uf_softmax_held) h;
-    UF_VNAME(uf_softmax_hold)(r, kind, j0, &h, 0);
+    UF_VNAME(uf_softmax_hold)(r, kind, j0, &h, 0, 0);
     UF_VNAME(uf_softmax_logits)(r, kind, j0, &h, z);
 }
 
@@ -422,6 +436,21 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
 #define UF_REG_AS reg_roomy_shifted
 #define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
 #include "kernels/softmax_forward_reg.h"
+/* And for ragged tensors (UF_REG_SHIFTED 2; UF_SOFTMAX_PAST_END), in 16
+ * bits (src/softmax.c, UF_SOFTMAX_RAGGED). */
+#if UF_SOFTMAX_RAGGED(0, UF_VEC_BYTES / UF_VEC)
+#undef UF_REG_SHIFTED
+#define UF_REG_SHIFTED 2
+#define UF_REG_AS reg_ragged
+#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_forward_reg.h"
+#define UF_REG_AS reg_wide_ragged
+#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
+#include "kernels/softmax_forward_reg.h"
+#define UF_REG_AS reg_roomy_ragged
+#define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
+#include "kernels/softmax_forward_reg.h"
+#endif
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 0
 #endif

@@ -34,8 +34,8 @@
  * last_key where the caller skips the keys the causal rule hides) reads the
  * row's first keys instead, which the row's first access brings into
  * cache; its logits come out -inf as long as last >= last_key. */
-UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t last, int group,
-                         int lane, int64_t first, UF_ACC *v, int *shown)
+UF_FN void UF_REG_LOGITS(int kind, int keywise, const UF_VNAME(uf_softmax_row) * r, int64_t last,
+                         int group, int lane, int64_t first, UF_ACC *v, int *shown)
 {
     *shown = UF_REG_N;
     if (UF_VECTORISED_LOOPS && UF_VEC > 1) {
@@ -112,19 +112,20 @@ UF_FN void UF_REG_LOGITS(int kind, const UF_VNAME(uf_softmax_row) * r, int64_t l
         return;
     }
     UF_VNAME(uf_softmax_held) h[UF_REG_NV];
-    /* Scalar accesses (UF_VEC 1) go one at a time: UF_REG_N clamped
-     * addresses would not fit in registers beside the held values. A
-     * shifted row's (UF_REG_SHIFTED) first access starts -first keys
-     * before the row, and its clamped accesses read that one. */
-    const int at_once = UF_VEC > 1;
+    /* Scalar accesses (UF_VEC 1), and accesses read key by key
+     * (`keywise`), go one at a time: UF_REG_N clamped addresses would not
+     * fit in registers beside the held values. A shifted row's
+     * (UF_REG_SHIFTED) first access starts -first keys before the row, and
+     * its clamped accesses read that one. */
+    const int at_once = UF_VEC > 1 && !keywise;
     const int64_t home = UF_REG_SHIFTED ? first : 0;
     UF_UNROLL for (int k = 0; k < UF_REG_NV; ++k)
     {
         const int64_t j0 = first + UF_GROUP_ITEM(UF_REG_NV, k, lane, group) * UF_VEC;
         if (at_once) {
-            UF_VNAME(uf_softmax_hold)(r, kind, j0 <= last ? j0 : home, &h[k], UF_REG_SHIFTED);
+            UF_VNAME(uf_softmax_hold)(r, kind, j0 <= last ? j0 : home, &h[k], UF_REG_SHIFTED, 0);
         } else if (j0 <= last) {
-            UF_VNAME(uf_softmax_hold)(r, kind, j0, &h[k], 0);
+            UF_VNAME(uf_softmax_hold)(r, kind, j0, &h[k], UF_REG_SHIFTED, keywise);
             UF_VNAME(uf_softmax_logits)(r, kind, j0, &h[k], &v[k * UF_VEC]);
         } else {
             UF_UNROLL for (int e = 0; e < UF_VEC; ++e) v[k * UF_VEC + e] = (UF_ACC)-INFINITY;
@@ -157,11 +158,22 @@ UF_FN int UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t 
          * copy of its own: the bound in a register cost the 16-bit wide
          * kernel spills and 3 points of copy bandwidth on every other row.
          * Scalar accesses keep one copy (a second spilled 1.3 KiB). */
-        if (UF_VEC > 1 && a->causal && a->mask_kind == UF_MASK_NONE)
-            UF_REG_LOGITS(UF_MASK_NONE, &r, r.last_key, a->group, lane, first, v, &shown);
-        else
-            UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, &r, a->sk - 1, a->group, lane, first, v,
-                               &shown)
+        /* In a ragged tensor (UF_REG_SHIFTED 2) the rows whose last access
+         * would pass the tensor's end read their keys one by one, in code
+         * of its own. */
+        const int keywise = UF_REG_SHIFTED == 2 && UF_SOFTMAX_PAST_END(*a, row);
+        if (UF_VEC > 1 && a->causal && a->mask_kind == UF_MASK_NONE) {
+            if (keywise)
+                UF_REG_LOGITS(UF_MASK_NONE, 1, &r, r.last_key, a->group, lane, first, v, &shown);
+            else
+                UF_REG_LOGITS(UF_MASK_NONE, 0, &r, r.last_key, a->group, lane, first, v, &shown);
+        } else if (keywise) {
+            UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, 1, &r, a->sk - 1, a->group, lane, first,
+                               v, &shown)
+        } else {
+            UF_SOFTMAX_BY_KIND(a->mask_kind, UF_REG_LOGITS, 0, &r, a->sk - 1, a->group, lane, first,
+                               v, &shown)
+        }
     } else {
         UF_UNROLL for (int i = 0; i < UF_REG_N; ++i) v[i] = (UF_ACC)-INFINITY;
     }

@@ -63,17 +63,25 @@ static const uf_softmax_launcher launchers[2][4][3][NPATHS] = {
      UF_SM_ROW(bwd, bf16, 8, UF_SM_V8(4)), UF_SM_ROW(bwd, f64, 2, 1)}};
 
 #if UF_SOFTMAX_HAS_SHIFTED
-/* The shifted register kernels, indexed [backward][dtype - 1][regular,
- * wide, roomy] (f64 has none). */
-#define UF_SM_SHIFTED(pass, dt, vec)                                                               \
+/* The shifted register kernels, indexed [backward][dtype - 1][ragged
+ * tensor][regular, wide, roomy] (f64 has none; the fp32 forward none for
+ * ragged tensors: UF_SOFTMAX_RAGGED). */
+#define UF_SM_SHIFTED(pass, as, dt, vec)                                                           \
     {                                                                                              \
-        uf_softmax_##pass##_reg_shifted_##dt##_v##vec##_launch,                                    \
-            uf_softmax_##pass##_reg_wide_shifted_##dt##_v##vec##_launch,                           \
-            uf_softmax_##pass##_reg_roomy_shifted_##dt##_v##vec##_launch                           \
+        uf_softmax_##pass##_reg_##as##_##dt##_v##vec##_launch,                                     \
+            uf_softmax_##pass##_reg_wide_##as##_##dt##_v##vec##_launch,                            \
+            uf_softmax_##pass##_reg_roomy_##as##_##dt##_v##vec##_launch                            \
     }
-static const uf_softmax_launcher shifted_launchers[2][3][3] = {
-    {UF_SM_SHIFTED(fwd, f32, 4), UF_SM_SHIFTED(fwd, f16, 8), UF_SM_SHIFTED(fwd, bf16, 8)},
-    {UF_SM_SHIFTED(bwd, f32, 4), UF_SM_SHIFTED(bwd, f16, 8), UF_SM_SHIFTED(bwd, bf16, 8)}};
+#define UF_SM_SHIFTED_BOTH(pass, dt, vec)                                                          \
+    {                                                                                              \
+        UF_SM_SHIFTED(pass, shifted, dt, vec), UF_SM_SHIFTED(pass, ragged, dt, vec)                \
+    }
+static const uf_softmax_launcher shifted_launchers[2][3][2][3] = {
+    {{UF_SM_SHIFTED(fwd, shifted, f32, 4), {NULL, NULL, NULL}},
+     UF_SM_SHIFTED_BOTH(fwd, f16, 8),
+     UF_SM_SHIFTED_BOTH(fwd, bf16, 8)},
+    {UF_SM_SHIFTED_BOTH(bwd, f32, 4), UF_SM_SHIFTED_BOTH(bwd, f16, 8),
+     UF_SM_SHIFTED_BOTH(bwd, bf16, 8)}};
 #endif
 
 /* One block per row rereads its row from L2 only while the rows in flight
@@ -406,9 +414,9 @@ static uf_softmax_launcher register_launcher(const uf_softmax_launcher *paths, i
 {
 #if UF_SOFTMAX_HAS_SHIFTED
     if (shift)
-        return shifted_launchers[backward][dtype - 1][path == PATH_REG_WIDE    ? 1
-                                                      : path == PATH_REG_ROOMY ? 2
-                                                                               : 0];
+        return shifted_launchers[backward][dtype - 1][shift - 1][path == PATH_REG_WIDE    ? 1
+                                                                 : path == PATH_REG_ROOMY ? 2
+                                                                                          : 0];
 #endif
     (void)shift;
     (void)backward;
@@ -420,15 +428,13 @@ static uf_softmax_launcher register_launcher(const uf_softmax_launcher *paths, i
  * accesses shifted to the tensor's access boundaries (the shifted kernels,
  * softmax_forward.h and softmax_backward.h) on a register path: on GPUs,
  * where an element-wide row loads a key an instruction (16-bit rows of
- * 130 to 257 keys at 21 to 41% of copy on the H200), with every
- * pointer 16-byte aligned, the tensor a whole number of accesses (so that
- * no access passes its end), and in the forward no mask of x's type (read
- * as whole accesses, which its rows' own offsets would misalign; the
- * backward has no mask). */
+ * 130 to 257 keys at 21 to 41% of copy on the H200), with every pointer
+ * 16-byte aligned, and in the forward no mask of x's type (read as whole
+ * accesses, which its rows' own offsets would misalign; read key by key,
+ * tried, it cost the other shifted rows 4-6% in fp32 on an H100). */
 static int may_shift_rows(const uf_softmax_args *a, int esize, int align)
 {
-    return UF_SOFTMAX_HAS_SHIFTED && esize < 8 && align >= 16 && a->mask_kind != UF_MASK_ADD_SAME &&
-           a->rows * a->sk % (16 / esize) == 0;
+    return UF_SOFTMAX_HAS_SHIFTED && esize < 8 && align >= 16 && a->mask_kind != UF_MASK_ADD_SAME;
 }
 
 /* Chooses the path and launch shape from the row length and the device,
@@ -454,8 +460,15 @@ static uf_status launch_here(int backward, const uf_softmax_desc *d, uf_softmax_
     else if (UF_ACCESS8_KERNELS && esize < 8 && align >= 8 && a->sk * esize % 8 == 0)
         access = 8;
     else if (shifting && may_shift_rows(a, esize, align)) {
-        access = 16;
-        shift = 1;
+        /* 2: a ragged tensor, which ends inside an access (softmax_device.h,
+         * UF_SOFTMAX_PAST_END), in kernels of its own: their rows past the
+         * last access boundary, read key by key, cost the others spills
+         * (an H100: 16-bit forward rows of 1001-4095 keys 10-15% more
+         * time, backward rows 3-7%). */
+        shift = a->rows * a->sk % (16 / esize) == 0  ? 1
+                : UF_SOFTMAX_RAGGED(backward, esize) ? 2
+                                                     : 0;
+        access = shift ? 16 : esize;
     }
     const int vec = access > esize;
     const int column = access == 16 ? 1 : vec ? 2 : 0; /* of launchers */

@@ -70,7 +70,8 @@ static void in_place_and_misaligned(void **state)
 /* Rows whose start is not on a 16-byte boundary of the tensor: on GPUs
  * the shifted kernels (src/softmax.c, may_shift_rows), whose first and
  * last accesses hold keys of the rows beside them; plain, and with dx over
- * dy. */
+ * dy. [2, 8, S] is a whole number of accesses; [3, 5, S] with S odd is
+ * not, and its last row's last access is read key by key. */
 static void rows_off_access_boundaries(void **state)
 {
     (void)state;
@@ -79,18 +80,20 @@ static void rows_off_access_boundaries(void **state)
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
-            const int64_t sk = lengths[i];
-            const int64_t shape[] = {2, 8, sk}; /* 16 rows */
-            sm_case c = sm_make(dtypes[d], 3, shape);
-            c.desc.scale = 0.5;
-            c.desc.causal = (int)(i % 2); /* y with hidden (zero) keys half the time */
-            c.seed = 700 + (uint64_t)i;
-            for (int in_place = 0; in_place < 2; ++in_place) {
-                c.in_place = in_place;
-                char what[96];
-                snprintf(what, sizeof what, "backward off-boundary in_place=%d sk=%lld", in_place,
-                         (long long)sk);
-                bad += sm_check_backward(&c, what);
+            for (int s = 0; s < 2; ++s) {
+                const int64_t sk = lengths[i], shape[] = {s ? 3 : 2, s ? 5 : 8, sk};
+                sm_case c = sm_make(dtypes[d], 3, shape);
+                c.desc.scale = 0.5;
+                c.desc.causal = (int)(i % 2); /* y with hidden (zero) keys half the time */
+                c.seed = 700 + (uint64_t)(2 * i + (size_t)s);
+                for (int in_place = 0; in_place < 2; ++in_place) {
+                    c.in_place = in_place;
+                    char what[112];
+                    snprintf(what, sizeof what,
+                             "backward off-boundary in_place=%d [%lld,%lld,%lld]", in_place,
+                             (long long)shape[0], (long long)shape[1], (long long)sk);
+                    bad += sm_check_backward(&c, what);
+                }
             }
         }
     }

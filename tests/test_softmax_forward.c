@@ -192,39 +192,53 @@ static void fully_hidden_rows_are_zero(void **state)
  * straddle its neighbours), elsewhere they are element-wide. 16385 and
  * 40001 keys: rows on the block and roomy paths, and fp32 rows of 40001
  * that span blocks, which take no shifted rows. */
+/* Rows whose start is not on a 16-byte boundary of the tensor: on GPUs
+ * the shifted kernels (src/softmax.c, may_shift_rows), whose first and
+ * last accesses hold keys of the rows beside them. [2, 8, S] is a whole
+ * number of accesses; [3, 5, S] with S odd is not, and its last row's last
+ * access is read key by key. */
 static void rows_off_access_boundaries(void **state)
 {
     (void)state;
     TH_NEED_DEVICE();
     static const int64_t lengths[] = {1, 3, 5, 31, 33, 197, 257, 1001, 1025, 4097, 16385, 40001};
+    static const int64_t batches[] = {2, 3}, heads[] = {8, 5};
     size_t bad = 0;
     for (size_t d = 0; d < NDTYPES; ++d) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; ++i) {
-            const int64_t sk = lengths[i];
-            char what[96];
-            const int64_t shape[] = {2, 8, sk}; /* 16 rows */
-            sm_case c = sm_make(dtypes[d], 3, shape);
-            c.desc.scale = 0.5;
-            c.seed = 500 + (uint64_t)i;
-            snprintf(what, sizeof what, "off-boundary plain sk=%lld", (long long)sk);
-            bad += sm_check_forward(&c, what);
-            c.in_place = 1;
-            snprintf(what, sizeof what, "off-boundary in place sk=%lld", (long long)sk);
-            bad += sm_check_forward(&c, what);
-            c.in_place = 0;
-            c.desc.causal = 1;
-            snprintf(what, sizeof what, "off-boundary causal sk=%lld", (long long)sk);
-            bad += sm_check_forward(&c, what);
-            c.desc.causal = 0;
-            const int64_t mshape[] = {1, 8, sk};
-            sm_set_mask(&c, UF_BOOL, 3, mshape);
-            snprintf(what, sizeof what, "off-boundary bool mask sk=%lld", (long long)sk);
-            bad += sm_check_forward(&c, what);
-            const int64_t fshape[] = {2, 1, sk};
-            sm_set_mask(&c, UF_F32, 3, fshape);
-            c.desc.causal = 1;
-            snprintf(what, sizeof what, "off-boundary causal+f32 mask sk=%lld", (long long)sk);
-            bad += sm_check_forward(&c, what);
+            for (int s = 0; s < 2; ++s) {
+                const int64_t sk = lengths[i], b = batches[s], h = heads[s];
+                char what[112];
+                const int64_t shape[] = {b, h, sk};
+                sm_case c = sm_make(dtypes[d], 3, shape);
+                c.desc.scale = 0.5;
+                c.seed = 500 + (uint64_t)(2 * i + (size_t)s);
+#define OFF_CHECK(name)                                                                            \
+    do {                                                                                           \
+        snprintf(what, sizeof what, "off-boundary %s [%lld,%lld,%lld]", (name), (long long)b,      \
+                 (long long)h, (long long)sk);                                                     \
+        bad += sm_check_forward(&c, what);                                                         \
+    } while (0)
+                OFF_CHECK("plain");
+                c.in_place = 1;
+                OFF_CHECK("in place");
+                c.in_place = 0;
+                c.desc.causal = 1;
+                OFF_CHECK("causal");
+                c.desc.causal = 0;
+                const int64_t mshape[] = {1, h, sk};
+                sm_set_mask(&c, UF_BOOL, 3, mshape);
+                OFF_CHECK("bool mask");
+                const int64_t fshape[] = {b, 1, sk};
+                sm_set_mask(&c, UF_F32, 3, fshape);
+                c.desc.causal = 1;
+                OFF_CHECK("causal+f32 mask");
+                /* A mask of x's type, whose rows' offsets are not x's. */
+                sm_set_mask(&c, dtypes[d], 3, fshape);
+                c.desc.causal = (int)(i % 2);
+                OFF_CHECK(c.desc.causal ? "causal+x-type mask" : "x-type mask");
+#undef OFF_CHECK
+            }
         }
     }
     assert_int_equal(bad, 0);

@@ -182,16 +182,16 @@ typedef struct uf_softmax_args {
     UF_SOFTMAX_DECLARE_ONE(fwd, reg_roomy, dt, vec)                                                \
     UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, 1) UF_SOFTMAX_DECLARE_ONE(bwd, reg_roomy, dt, vec)
 /* The shifted register kernels, and those for ragged tensors (GPUs,
- * 16-byte accesses; softmax_forward.h, softmax_backward.h). */
-#define UF_SOFTMAX_DECLARE_SHIFTED_PASS(pass, dt, vec)                                             \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_shifted, dt, vec)                                             \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_wide_shifted, dt, vec)                                        \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_roomy_shifted, dt, vec)                                       \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_ragged, dt, vec)                                              \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_wide_ragged, dt, vec)                                         \
-    UF_SOFTMAX_DECLARE_ONE(pass, reg_roomy_ragged, dt, vec)
+ * 16-byte accesses; softmax_forward.h, softmax_backward.h; the fp32
+ * forward defines no ragged ones: UF_SOFTMAX_RAGGED). */
+#define UF_SOFTMAX_DECLARE_SHARES(pass, as, dt, vec)                                               \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_##as, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_wide_##as, dt, vec)                                           \
+    UF_SOFTMAX_DECLARE_ONE(pass, reg_roomy_##as, dt, vec)
 #define UF_SOFTMAX_DECLARE_SHIFTED(dt, vec)                                                        \
-    UF_SOFTMAX_DECLARE_SHIFTED_PASS(fwd, dt, vec) UF_SOFTMAX_DECLARE_SHIFTED_PASS(bwd, dt, vec)
+    UF_SOFTMAX_DECLARE_SHARES(fwd, shifted, dt, vec)                                               \
+    UF_SOFTMAX_DECLARE_SHARES(fwd, ragged, dt, vec)                                                \
+    UF_SOFTMAX_DECLARE_SHARES(bwd, shifted, dt, vec) UF_SOFTMAX_DECLARE_SHARES(bwd, ragged, dt, vec)
 #define UF_SOFTMAX_DECLARE_KEPT(dt, vec)                                                           \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, 1)                                                  \
     UF_SOFTMAX_DECLARE_ONE(fwd, span_kept, dt, vec)                                                \

@@ -87,29 +87,19 @@ UF_FN UF_ACC UF_VNAME(uf_softmax_add_partials)(const UF_ACC *p, int64_t nchunks,
 /* The first three again for rows that start anywhere (UF_REG_SHIFTED), as
  * the forward's (softmax_forward.h). */
 #if UF_SOFTMAX_HAS_SHIFTED && UF_VEC_BYTES == 16 && UF_DT != 4
+#define UF_REG_HEADER "kernels/softmax_backward_reg.h"
+#define UF_SHIFTED_BACKWARD 1
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 1
-#define UF_REG_AS reg_shifted
-#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_backward_reg.h"
-#define UF_REG_AS reg_wide_shifted
-#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_backward_reg.h"
-#define UF_REG_AS reg_roomy_shifted
-#define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
-#include "kernels/softmax_backward_reg.h"
+#define UF_SHIFTED_AS shifted
+#include "kernels/softmax_shifted_shares.h"
 /* And for ragged tensors (UF_REG_SHIFTED 2; UF_SOFTMAX_PAST_END). */
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 2
-#define UF_REG_AS reg_ragged
-#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_backward_reg.h"
-#define UF_REG_AS reg_wide_ragged
-#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_backward_reg.h"
-#define UF_REG_AS reg_roomy_ragged
-#define UF_REG_N UF_SOFTMAX_ROOMY_N(1)
-#include "kernels/softmax_backward_reg.h"
+#define UF_SHIFTED_AS ragged
+#include "kernels/softmax_shifted_shares.h"
+#undef UF_REG_HEADER
+#undef UF_SHIFTED_BACKWARD
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 0
 #endif

@@ -425,32 +425,22 @@ UF_FN void UF_VNAME(uf_softmax_write)(const uf_softmax_args *a, const UF_VNAME(u
  * their own, so that the others carry none of it (with it as a kernel
  * argument, the 16-bit wide kernels spilled six times the bytes). */
 #if UF_SOFTMAX_HAS_SHIFTED && UF_VEC_BYTES == 16 && UF_DT != 4
+#define UF_REG_HEADER "kernels/softmax_forward_reg.h"
+#define UF_SHIFTED_BACKWARD 0
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 1
-#define UF_REG_AS reg_shifted
-#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_forward_reg.h"
-#define UF_REG_AS reg_wide_shifted
-#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_forward_reg.h"
-#define UF_REG_AS reg_roomy_shifted
-#define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
-#include "kernels/softmax_forward_reg.h"
+#define UF_SHIFTED_AS shifted
+#include "kernels/softmax_shifted_shares.h"
 /* And for ragged tensors (UF_REG_SHIFTED 2; UF_SOFTMAX_PAST_END), in 16
  * bits (src/softmax.c, UF_SOFTMAX_RAGGED). */
 #if UF_SOFTMAX_RAGGED(0, UF_VEC_BYTES / UF_VEC)
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 2
-#define UF_REG_AS reg_ragged
-#define UF_REG_N (UF_SOFTMAX_REG_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_forward_reg.h"
-#define UF_REG_AS reg_wide_ragged
-#define UF_REG_N (UF_SOFTMAX_WIDE_BYTES / (int)sizeof(UF_ACC))
-#include "kernels/softmax_forward_reg.h"
-#define UF_REG_AS reg_roomy_ragged
-#define UF_REG_N UF_SOFTMAX_ROOMY_N(0)
-#include "kernels/softmax_forward_reg.h"
+#define UF_SHIFTED_AS ragged
+#include "kernels/softmax_shifted_shares.h"
 #endif
+#undef UF_REG_HEADER
+#undef UF_SHIFTED_BACKWARD
 #undef UF_REG_SHIFTED
 #define UF_REG_SHIFTED 0
 #endif

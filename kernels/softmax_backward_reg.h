@@ -215,9 +215,10 @@ UF_KERNEL(UF_REG_KERNEL, uf_softmax_args, a)
                     kept[UF_REG_KEPT(2 * j + 1, i, t)] = UF_X(dy)[i];
                 }
             }
-            /* In a ragged tensor (UF_REG_SHIFTED 2), in code of its own. */
+            /* In a ragged tensor (UF_REG_SHIFTED 2), in code of its own
+             * (rows past the last read nothing). */
             const int64_t from = first + (int64_t)shares * group * UF_REG_N;
-            if (UF_REG_SHIFTED == 2 && UF_SOFTMAX_PAST_END(a, row))
+            if (UF_REG_SHIFTED == 2 && row < a.rows && UF_SOFTMAX_PAST_END(a, row))
                 UF_X(dot) = UF_REG_LOAD(&a, row, 1, lane, from, UF_X(y), UF_X(dy));
             else
                 UF_X(dot) = UF_REG_LOAD(&a, row, 0, lane, from, UF_X(y), UF_X(dy));

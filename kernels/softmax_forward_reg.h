@@ -154,14 +154,14 @@ UF_FN int UF_REG_SHARE(const uf_softmax_args *a, int64_t row, int lane, int64_t 
     int shown = 0;
     if (row < a->rows) {
         const UF_VNAME(uf_softmax_row) r = UF_VNAME(uf_softmax_row_at)(a, row);
-        /* A causal row without a mask reads only the keys it shows, in a
-         * copy of its own: the bound in a register cost the 16-bit wide
-         * kernel spills and 3 points of copy bandwidth on every other row.
-         * Scalar accesses keep one copy (a second spilled 1.3 KiB). */
         /* In a ragged tensor (UF_REG_SHIFTED 2) the rows whose last access
          * would pass the tensor's end read their keys one by one, in code
          * of its own. */
         const int keywise = UF_REG_SHIFTED == 2 && UF_SOFTMAX_PAST_END(*a, row);
+        /* A causal row without a mask reads only the keys it shows, in a
+         * copy of its own: the bound in a register cost the 16-bit wide
+         * kernel spills and 3 points of copy bandwidth on every other row.
+         * Scalar accesses keep one copy (a second spilled 1.3 KiB). */
         if (UF_VEC > 1 && a->causal && a->mask_kind == UF_MASK_NONE) {
             if (keywise)
                 UF_REG_LOGITS(UF_MASK_NONE, 1, &r, r.last_key, a->group, lane, first, v, &shown);

@@ -408,7 +408,8 @@ static uf_status launch_span(const uf_softmax_launcher *paths, uf_softmax_args *
 }
 
 /* The register path's launcher: `path` one of PATH_REG, PATH_REG_WIDE,
- * PATH_REG_ROOMY and PATH_REG_NARROW, its shifted kernel where `shift`. */
+ * PATH_REG_ROOMY and PATH_REG_NARROW, its shifted kernel where `shift` is
+ * 1, its ragged-tensor kernel where 2 (launch_here). */
 static uf_softmax_launcher register_launcher(const uf_softmax_launcher *paths, int path, int shift,
                                              int backward, uf_dtype dtype)
 {

@@ -92,15 +92,8 @@ UF_FN UF_ACC UF_REG_LOAD(const uf_softmax_args *a, int64_t row, int keywise, int
         if (keywise && UF_REG_STRADDLES(j0, a->sk) && j0 < a->sk) {
             /* This access may pass the tensor's end: key by key, each
              * index inside the row. */
-            UF_T ys[UF_VEC], dys[UF_VEC];
-            UF_UNROLL for (int e = 0; e < UF_VEC; ++e)
-            {
-                const int64_t i = j0 + e < 0 ? 0 : j0 + e < a->sk ? j0 + e : a->sk - 1;
-                ys[e] = yr[i];
-                dys[e] = dyr[i];
-            }
-            UF_HOLD_RUN(yk, ys, UF_VEC);
-            UF_HOLD_RUN(dyk, dys, UF_VEC);
+            UF_SOFTMAX_HOLD_KEYS(yk, yr, j0, a->sk);
+            UF_SOFTMAX_HOLD_KEYS(dyk, dyr, j0, a->sk);
         } else if (row < a->rows && j0 < a->sk) {
             UF_HOLDV(yk, yr, j0);
             UF_HOLDV(dyk, dyr, j0);

@@ -98,6 +98,21 @@ UF_FN int64_t uf_softmax_reg_row(const uf_softmax_args *a, int span, int order, 
 #define UF_SOFTMAX_PAST_END(a, row)                                                                \
     (((row) + 1) * (a).sk > ((a).rows * (a).sk & ~(int64_t)(UF_VEC - 1)))
 
+/* The UF_VEC keys from key j of a row (`keys`, sk long) read one by one,
+ * each index kept inside the row, into the held access h: a shifted
+ * row's access that may pass the tensor's end (the ragged kernels). UF_T,
+ * UF_VEC and UF_HOLD_RUN are the including kernel's. */
+#define UF_SOFTMAX_HOLD_KEYS(h, keys, j, sk)                                                       \
+    do {                                                                                           \
+        UF_T k_[UF_VEC];                                                                           \
+        UF_UNROLL for (int e_ = 0; e_ < UF_VEC; ++e_)                                              \
+        {                                                                                          \
+            const int64_t i_ = (j) + e_ < 0 ? 0 : (j) + e_ < (sk) ? (j) + e_ : (sk)-1;             \
+            k_[e_] = (keys)[i_];                                                                   \
+        }                                                                                          \
+        UF_HOLD_RUN((h), k_, UF_VEC);                                                              \
+    } while (0)
+
 /* Span paths, thread 0 of logical block b once its partial is stored:
  * counts the block in on its row and returns when every chunk of the row
  * is in (a barrier after it passes that on to the block). The row's last

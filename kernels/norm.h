@@ -257,6 +257,38 @@ UF_FN const uint32_t *UF_VNAME(uf_norm_held_weight)(const uf_norm_args *a, int l
     return w;
 }
 
+/* y (and h_out where `h_out`) of `lane`'s held units. has_w and has_b are
+ * constants at the callers that matter, so that a call with a weight and a
+ * bias (or a weight alone) applies them without a select an element. */
+UF_FN void UF_VNAME(uf_norm_held_out_as)(const uf_norm_args *a, int64_t base, int lane,
+                                         const uint32_t *xw, const uint32_t *rw, UF_ACC p,
+                                         UF_ACC dm, UF_ACC rstd, int adds, int h_out, int has_w,
+                                         int has_b)
+{
+    const UF_T *own = (const UF_T *)a->x + base; /* stands in for a missing vector */
+    const void *wv = has_w ? a->weight : own, *bv = has_b ? a->bias : own;
+    UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
+    {
+        const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
+        uint32_t vw[UF_UNIT_WORDS];
+        UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], b[UF_ACT_UNIT];
+        UF_VNAME(uf_unit_load_whole)(wv, UF_NORM_HELD_READ(c0), vw);
+        UF_VNAME(uf_unit_unpack)(vw, w);
+        UF_VNAME(uf_unit_load_whole)(bv, UF_NORM_HELD_READ(c0), vw);
+        UF_VNAME(uf_unit_unpack)(vw, b);
+        UF_VNAME(uf_norm_held_h)(adds, &xw[k * UF_UNIT_WORDS], &rw[k * UF_UNIT_WORDS], h);
+        if (h_out && c0 < a->cols) {
+            UF_VNAME(uf_unit_pack)(h, vw);
+            UF_VNAME(uf_unit_store_whole)((UF_T *)a->h_out + base, c0, vw);
+        }
+        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
+            ((h[e] - p) - dm) * rstd * (has_w ? w[e] : (UF_ACC)1) + (has_b ? b[e] : (UF_ACC)0);
+        UF_VNAME(uf_unit_pack)(h, vw);
+        if (c0 < a->cols)
+            UF_VNAME(uf_unit_store_whole)((UF_T *)a->y + base, c0, vw);
+    }
+}
+
 /* The held forward, twice: for any call (uf_norm_fwd_held), and for calls
  * with neither a residual nor h_out, whose kernel then keeps no registers
  * for them (uf_norm_fwd_held_plain). */

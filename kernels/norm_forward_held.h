@@ -9,34 +9,19 @@
 /* Whether a call adds a residual: a constant 0 in the second instance. */
 #define UF_NORM_HELD_ADDS(a_) (UF_NORM_HELD_RES && (a_)->residual)
 
-/* y (and h_out) of `lane`'s held units. */
+/* y (and h_out) of `lane`'s held units: LayerNorm's weight and bias and
+ * RMSNorm's weight alone each get their own copy of the output loop. */
 UF_FN void UF_NORM_HELD_OUT(const uf_norm_args *a, int64_t base, int lane, const uint32_t *xw,
                             const uint32_t *rw, UF_ACC p, UF_ACC dm, UF_ACC rstd)
 {
-    const UF_T *own = (const UF_T *)a->x + base; /* stands in for a missing vector */
-    const void *wv = a->weight ? a->weight : own, *bv = a->bias ? a->bias : own;
-    UF_UNROLL for (int k = 0; k < UF_NORM_FWD_HELD_UNITS; ++k)
-    {
-        const int64_t c0 = UF_NORM_HELD_COL(a, k, lane);
-        uint32_t vw[UF_UNIT_WORDS];
-        UF_ACC h[UF_ACT_UNIT], w[UF_ACT_UNIT], b[UF_ACT_UNIT];
-        UF_VNAME(uf_unit_load_whole)(wv, UF_NORM_HELD_READ(c0), vw);
-        UF_VNAME(uf_unit_unpack)(vw, w);
-        UF_VNAME(uf_unit_load_whole)(bv, UF_NORM_HELD_READ(c0), vw);
-        UF_VNAME(uf_unit_unpack)(vw, b);
-        UF_VNAME(uf_norm_held_h)
-        (UF_NORM_HELD_ADDS(a), &xw[k * UF_UNIT_WORDS], &rw[k * UF_UNIT_WORDS], h);
-        if (UF_NORM_HELD_RES && a->h_out && c0 < a->cols) {
-            UF_VNAME(uf_unit_pack)(h, vw);
-            UF_VNAME(uf_unit_store_whole)((UF_T *)a->h_out + base, c0, vw);
-        }
-        UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) h[e] =
-            ((h[e] - p) - dm) * rstd * (a->weight ? w[e] : (UF_ACC)1) +
-            (a->bias ? b[e] : (UF_ACC)0);
-        UF_VNAME(uf_unit_pack)(h, vw);
-        if (c0 < a->cols)
-            UF_VNAME(uf_unit_store_whole)((UF_T *)a->y + base, c0, vw);
-    }
+    const int adds = UF_NORM_HELD_ADDS(a), h_out = UF_NORM_HELD_RES && a->h_out;
+    if (a->weight && a->bias)
+        UF_VNAME(uf_norm_held_out_as)(a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 1, 1);
+    else if (a->weight)
+        UF_VNAME(uf_norm_held_out_as)(a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 1, 0);
+    else
+        UF_VNAME(uf_norm_held_out_as)
+        (a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 0, a->bias != 0);
 }
 
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_HELD_THREADS)

@@ -221,10 +221,16 @@ static void shapes_and_options(void **state)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
         for (size_t d = 0; d < NDTYPES; ++d)
             for (int kind = UF_NORM_LAYER; kind <= UF_NORM_RMS; ++kind)
-                for (int variant = 0; variant < 3; ++variant) {
+                for (int variant = 0; variant < 4; ++variant) {
+                    /* 0: weight (and LayerNorm's bias), 1: neither, 2: a
+                     * weight and a residual, 3: LayerNorm's bias alone
+                     * (each combination is its own code in the kernels). */
                     const int layer = kind == UF_NORM_LAYER;
+                    if (variant == 3 && !layer)
+                        continue;
                     norm_case c = {{(uf_norm_kind)kind, dtypes[d], shapes[s][0], shapes[s][1], 1e-5,
-                                    variant != 1, layer && variant != 2, variant == 2},
+                                    variant == 0 || variant == 2,
+                                    layer && (variant == 0 || variant == 3), variant == 2},
                                    variant == 1 ? 1 : 0,
                                    0,
                                    0};

@@ -152,6 +152,21 @@ UF_FN void uf_group_wait(unsigned *count, unsigned n)
 /* ---- 16-bit floating point storage ---- */
 typedef uint16_t uf_f16;
 typedef uint16_t uf_bf16;
+/* One value at a time: F16C's instruction in the x86-64-v3/v4 copies (the
+ * norms' units convert value by value; the bit arithmetic took most of
+ * their 16-bit time), the bit arithmetic elsewhere. Equal bit for bit but
+ * for NaN payloads (f16c_loops.h). */
+#if defined(UF_CPU_ISA) && defined(__F16C__)
+#include <immintrin.h>
+UF_FN float uf_f16_to_f32(uf_f16 h)
+{
+    return _cvtsh_ss(h);
+}
+UF_FN uf_f16 uf_f32_to_f16(float f)
+{
+    return (uf_f16)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+#else
 UF_FN float uf_f16_to_f32(uf_f16 h)
 {
     return uf_f16_bits_to_f32(h);
@@ -160,6 +175,7 @@ UF_FN uf_f16 uf_f32_to_f16(float f)
 {
     return uf_f32_to_f16_bits(f);
 }
+#endif
 UF_FN float uf_bf16_to_f32(uf_bf16 h)
 {
     return uf_bf16_bits_to_f32(h);
@@ -295,10 +311,10 @@ UF_FN uint32_t uf_mul_hilo(uint32_t a, uint32_t b, uint32_t *hi)
 #endif
 /* The library is compiled as ISO C (c_std=c11), where gcc contracts no
  * product into an FMA: a plain product is already rounded on its own. The
- * x86-64-v3/v4 kernel copies (UF_CPU_ISA) are compiled with
- * -ffp-contract=fast, where it would not be, so there the operation is
- * missing and a kernel that uses it fails to compile as a copy. */
-#if !defined(UF_CPU_ISA)
+ * x86-64-v3/v4 copies of the kernels that do not use it are compiled with
+ * -ffp-contract=fast (UF_CPU_CONTRACTS, meson.build), where it would not
+ * be, so there the operation is missing and such a copy fails to compile. */
+#if !defined(UF_CPU_CONTRACTS)
 #define UF_MUL_RN(a, b) ((a) * (b))
 #endif
 /* A vector division here; GPUs use their reciprocal instruction. */

@@ -9,19 +9,24 @@
 /* Whether a call adds a residual: a constant 0 in the second instance. */
 #define UF_NORM_HELD_ADDS(a_) (UF_NORM_HELD_RES && (a_)->residual)
 
-/* y (and h_out) of `lane`'s held units: LayerNorm's weight and bias and
- * RMSNorm's weight alone each get their own copy of the output loop. */
+/* y (and h_out) of `lane`'s held units. A call with a weight and a bias,
+ * or a weight alone (RMSNorm), takes a copy of the output loop of its own,
+ * without a select an element for an absent vector or a load standing in
+ * for it; except in the fp32 and fp64 kernels with a residual, where the
+ * copies cost more than they saved (fp32 3-6 points slower on the H100,
+ * more fp64 spills), which keep one loop for all. */
 UF_FN void UF_NORM_HELD_OUT(const uf_norm_args *a, int64_t base, int lane, const uint32_t *xw,
                             const uint32_t *rw, UF_ACC p, UF_ACC dm, UF_ACC rstd)
 {
     const int adds = UF_NORM_HELD_ADDS(a), h_out = UF_NORM_HELD_RES && a->h_out;
-    if (a->weight && a->bias)
+    const int split = !UF_NORM_HELD_RES || sizeof(UF_T) < 4;
+    if (split && a->weight && a->bias)
         UF_VNAME(uf_norm_held_out_as)(a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 1, 1);
-    else if (a->weight)
+    else if (split && a->weight)
         UF_VNAME(uf_norm_held_out_as)(a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 1, 0);
     else
         UF_VNAME(uf_norm_held_out_as)
-        (a, base, lane, xw, rw, p, dm, rstd, adds, h_out, 0, a->bias != 0);
+    (a, base, lane, xw, rw, p, dm, rstd, adds, h_out, a->weight != 0, a->bias != 0);
 }
 
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_HELD_THREADS)

@@ -221,10 +221,11 @@ static void shapes_and_options(void **state)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
         for (size_t d = 0; d < NDTYPES; ++d)
             for (int kind = UF_NORM_LAYER; kind <= UF_NORM_RMS; ++kind)
-                for (int variant = 0; variant < 4; ++variant) {
-                    /* 0: weight (and LayerNorm's bias), 1: neither, 2: a
-                     * weight and a residual, 3: LayerNorm's bias alone
-                     * (each combination is its own code in the kernels). */
+                for (int variant = 0; variant < 5; ++variant) {
+                    /* 0: weight (and LayerNorm's bias), 1: neither, the
+                     * start misaligned, 2: a weight and a residual, 3:
+                     * LayerNorm's bias alone, 4: neither, aligned (each
+                     * combination is its own code in the kernels). */
                     const int layer = kind == UF_NORM_LAYER;
                     if (variant == 3 && !layer)
                         continue;

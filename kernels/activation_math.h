@@ -275,7 +275,7 @@ UF_FN T F(softshrink)(T x, T lambda)
  * their result by their own arithmetic (every step of gelu's and silu's
  * does), so that the test below may be left out: a comparison an element,
  * of the 34 instructions an element of the f16 gelu forward with dropout
- * on an H100. */
+ * on an H100. Guarded: this header is included once per compute type. */
 #ifndef UF_ACT_CARRIES_NAN
 #define UF_ACT_CARRIES_NAN(kind) ((kind) == UF_ACT_GELU || (kind) == UF_ACT_SILU)
 #endif

@@ -624,6 +624,24 @@ UF_FN void UF_VNAME(uf_norm_held_dx)(const uf_norm_args *a, const UF_VNAME(uf_no
     }
 }
 
+/* How many of its row steps ahead a held backward block asks L2 for the
+ * row it will take (0: never; norm_backward_held.h says which kernels do). */
+#ifndef UF_NORM_PREFETCH_STEPS
+#define UF_NORM_PREFETCH_STEPS 1
+#endif
+
+/* Asks L2 for the h, dy and dh_extra of `row`, a row of whole units (16-byte
+ * aligned rows) that this block takes later: the block's next loads then
+ * wait for L2, not for memory. */
+UF_FN void UF_VNAME(uf_norm_bwd_prefetch)(const uf_norm_args *a, int64_t row)
+{
+    const int64_t bytes = a->cols * (int64_t)sizeof(UF_T);
+    UF_PREFETCH_L2((const UF_T *)a->x + row * a->cols, bytes);
+    UF_PREFETCH_L2((const UF_T *)a->dy + row * a->cols, bytes);
+    if (a->dh_extra)
+        UF_PREFETCH_L2((const UF_T *)a->dh_extra + row * a->cols, bytes);
+}
+
 /* The fused backward for rows of whole units, held (norm_backward_held.h):
  * 2 units per thread where the row fits UF_NORM_FUSED_THREADS threads so,
  * else 4. */

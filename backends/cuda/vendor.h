@@ -123,6 +123,17 @@ static __device__ __forceinline__ uint4 uf_cuda_load16_keep(const void *src)
 #define UF_VENDOR_LOAD16_KEEP(src) uf_cuda_load16_keep(src)
 #endif
 
+/* Asks L2 for `bytes` bytes from global memory at p (16-byte aligned, a
+ * multiple of 16) without waiting for them: one instruction for a whole
+ * row (sm_90 and later). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ void uf_cuda_prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+#define UF_VENDOR_PREFETCH_L2(p, bytes) uf_cuda_prefetch_l2((p), (unsigned)(bytes))
+#endif
+
 /* Two 8x8 matrices of 16-bit values from shared memory (sm_75 and later),
  * plain or transposed: the B fragment loads of gpu/fragments_gpu.h. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750

@@ -215,6 +215,16 @@ UF_DEFINE_RUN_FROM_F32(UF_FN, uf_f32_run_to_bf16, uf_f32_to_bf16)
  * hides memory latency with other warps instead. */
 #define UF_PREFETCH_AHEAD(p, bytes, write) ((void)(p))
 
+/* UF_PREFETCH_L2(p, bytes): asks the device's last cache level for the
+ * `bytes` bytes at p (16-byte aligned, a multiple of 16, inside the
+ * tensor), to be read later by this block; a hint that nothing waits for.
+ * Where the vendor has no such request it does nothing. */
+#ifdef UF_VENDOR_PREFETCH_L2
+#define UF_PREFETCH_L2(p, bytes) UF_VENDOR_PREFETCH_L2((p), (bytes))
+#else
+#define UF_PREFETCH_L2(p, bytes) ((void)(p), (void)(bytes))
+#endif
+
 /* UF_LOAD16 for data that other threads read again soon (a softmax mask row
  * shared by the heads): the vendor's cache policy that keeps it longest,
  * where there is one. */

@@ -287,6 +287,11 @@ UF_FN void uf_f32_run_to_f16(uint16_t *restrict dst, const float *restrict src, 
 #define UF_PREFETCH_AHEAD(p, bytes, write) ((void)(p))
 #endif
 
+/* UF_PREFETCH_L2(p, bytes): a GPU block's request for the row it takes
+ * next (gpu/layer_gpu.h); a CPU thread's loop over rows is followed by the
+ * cores' prefetchers, so it does nothing here. */
+#define UF_PREFETCH_L2(p, bytes) ((void)(p), (void)(bytes))
+
 /* ---- copies to shared memory that overlap later work (a GPU's
  * asynchronous copies; here an ordinary copy, done at once) ---- */
 #define UF_COPY16_ASYNC(dst, src) memcpy((dst), (src), 16)

@@ -629,6 +629,9 @@ UF_FN void UF_VNAME(uf_norm_held_dx)(const uf_norm_args *a, const UF_VNAME(uf_no
 #ifndef UF_NORM_PREFETCH_STEPS
 #define UF_NORM_PREFETCH_STEPS 1
 #endif
+/* The fewest threads a row slot has for its block to ask (see
+ * norm_backward_held.h). */
+#define UF_NORM_PREFETCH_GROUP 256
 
 /* Asks L2 for the h, dy and dh_extra of `row`, a row of whole units (16-byte
  * aligned rows) that this block takes later: the block's next loads then

@@ -20,10 +20,13 @@
  * 16-bit units; more spilled. */
 #define UF_NORM_HELD_KEEP_W (UF_NORM_HELD_UNITS * UF_UNIT_WORDS <= 8)
 /* Whether a block asks L2 for the row it takes next (UF_NORM_PREFETCH_STEPS
- * of its row steps ahead): 16-bit rows of 2 units a thread only. H200, f16
- * and bf16 [rows, 4096] and [rows, 8192]: 52-55 -> 59-62% of copy; the
- * 4-unit kernel spilled more with it and lost 3-8 points, fp32 rows lost
- * 1-10. */
+ * of its row steps ahead): 16-bit rows of 2 units a thread only, and of
+ * at least UF_NORM_PREFETCH_GROUP threads (tested at run time). H200, f16
+ * and bf16 [rows, 4096] and [rows, 8192]: 52-55 -> 59-62% of copy; H100,
+ * rows of 3072-8192: +4 to +12 points. The 4-unit kernel spilled more with
+ * it and lost 3-8 points, fp32 rows lost 1-10 (H200), and rows of 128
+ * threads gained at some lengths and lost at others (H100: 1280 values +10,
+ * 2048 values -1 to -4). */
 #define UF_NORM_HELD_PREFETCH                                                                      \
     (UF_NORM_PREFETCH_STEPS > 0 && UF_NORM_HELD_UNITS == 2 && sizeof(UF_T) == 2)
 
@@ -49,7 +52,8 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                 const int lane = t % a.group;
                 UF_ACC sh = 0, sg = 0, sgh = 0;
                 const int64_t ahead = row + (int64_t)UF_NORM_PREFETCH_STEPS * slots;
-                if (UF_NORM_HELD_PREFETCH && lane == 0 && ahead < r_end)
+                if (UF_NORM_HELD_PREFETCH && a.group >= UF_NORM_PREFETCH_GROUP && lane == 0 &&
+                    ahead < r_end)
                     UF_VNAME(uf_norm_bwd_prefetch)(&a, ahead);
                 if (row < r_end) {
                     const int64_t base = row * a.cols;

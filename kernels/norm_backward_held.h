@@ -24,9 +24,11 @@
  * at least UF_NORM_PREFETCH_GROUP threads (tested at run time). H200, f16
  * and bf16 [rows, 4096] and [rows, 8192]: 52-55 -> 59-62% of copy; H100,
  * rows of 3072-8192: +4 to +12 points. The 4-unit kernel spilled more with
- * it and lost 3-8 points, fp32 rows 2-10 but at N = 768 (H200), rows of 128
- * threads gained at some lengths and lost at others (H100: 1280 values +10,
- * 2048 values -1 to -4). */
+ * it and lost 3-8 points (asked once per block step, without more spills,
+ * still 4-9 at N = 768 and 1024 on an H100: its blocks of eight warp-rows
+ * already have their loads in flight), fp32 rows 2-10 but at N = 768
+ * (H200), rows of 128 threads gained at some lengths and lost at others
+ * (H100: 1280 values +10, 2048 values -1 to -4). */
 #define UF_NORM_HELD_PREFETCH                                                                      \
     (UF_NORM_PREFETCH_STEPS > 0 && UF_NORM_HELD_UNITS == 2 && sizeof(UF_T) == 2)
 

@@ -140,7 +140,9 @@ UF_FN T F(d_hardtanh)(T x, T lo, T hi) /* 0 at both ends */
 
 UF_FN T F(hardswish)(T x)
 {
-    return x * F(clamp)(x + (T)3, (T)0, (T)6) * UF_AM_SIXTH;
+    /* The factor first: x * 6 would overflow for |x| within 6 times of
+     * the largest float. */
+    return x * (F(clamp)(x + (T)3, (T)0, (T)6) * UF_AM_SIXTH);
 }
 UF_FN T F(d_hardswish)(T x) /* 0 at -3 and 1 at +3, as PyTorch 2.x */
 {

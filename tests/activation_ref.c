@@ -25,8 +25,8 @@ double ar_forward(uf_activation kind, double a, double b, double x)
         return x;
     case UF_ACT_SIGMOID:
         return logistic(x);
-    case UF_ACT_LOGSIGMOID:
-        return -softplus_ref(-x, 1, INFINITY);
+    case UF_ACT_LOGSIGMOID: /* -softplus(-x), without exp's overflow for x < -709 */
+        return fmin(x, 0) - log1p(exp(-fabs(x)));
     case UF_ACT_TANH:
         return tanh(x);
     case UF_ACT_RELU:
@@ -89,8 +89,9 @@ double ar_derivative(uf_activation kind, double a, double b, double x)
         return 0.5 * erfc(-x / sqrt(2.0)) + x * exp(-x * x / 2) / sqrt(2 * 3.14159265358979323846);
     case UF_ACT_GELU_TANH: {
         const double u = gelu_k * (x + 0.044715 * x * x * x), t = tanh(u);
-        const double du = gelu_k * (1 + 3 * 0.044715 * x * x);
-        return 0.5 * (1 + t) + 0.5 * x * du / (cosh(u) * cosh(u));
+        const double du = gelu_k * (1 + 3 * 0.044715 * x * x), c = cosh(u);
+        /* Its limit, 0, where cosh overflows (x infinite: inf / inf). */
+        return 0.5 * (1 + t) + (isinf(c) ? 0 : 0.5 * x * du / (c * c));
     }
     case UF_ACT_SILU:
         return logistic(x) + x * logistic(x) * logistic(-x);

@@ -112,17 +112,31 @@ void th_download(double *host, const void *dev, size_t n, uf_dtype dtype)
     free(tmp);
 }
 
+/* Whether v, stored in dtype, becomes an infinity. */
+static int th_overflows(double v, uf_dtype dtype)
+{
+    double r = v;
+    th_round(&r, 1, dtype);
+    return isinf(r);
+}
+
 size_t th_compare(const double *got, const double *want, size_t n, uf_dtype dtype, const char *what)
 {
     const th_tol tol = th_tolerance(dtype);
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
         const double g = got[i], w = want[i];
+        const double within = tol.atol + tol.rtol * fabs(w);
         int ok;
         if (isnan(w) || isnan(g))
             ok = isnan(w) && isnan(g);
+        else if (isinf(g))
+            /* The same infinity, or a finite value whose tolerance reaches
+             * past the dtype's largest: stored, it may round to infinity. */
+            ok = g == w ||
+                 (!isinf(w) && signbit(g) == signbit(w) && th_overflows(fabs(w) + within, dtype));
         else
-            ok = fabs(g - w) <= tol.atol + tol.rtol * fabs(w);
+            ok = fabs(g - w) <= within;
         if (!ok && bad++ < 5)
             fprintf(stderr, "# %s [%s] element %zu: got %.9g want %.9g\n", what,
                     th_dtype_name(dtype), i, g, w);

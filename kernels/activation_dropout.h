@@ -18,6 +18,9 @@
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
 #define UF_ACT_APPLY_RUN uf_act_apply_run_f64
+#elif UF_DT == 2 || UF_DT == 3
+#define UF_ACT_APPLY uf_act_apply_f32to16
+#define UF_ACT_APPLY_RUN uf_act_apply_run_f32to16
 #else
 #define UF_ACT_APPLY uf_act_apply_f32
 #define UF_ACT_APPLY_RUN uf_act_apply_run_f32

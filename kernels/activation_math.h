@@ -1,9 +1,11 @@
 /*
  * The activations as small pure functions, each with its derivative beside
- * it, in one compute type. Instantiated twice by activation_funcs.h: for
- * float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
- * layer's reciprocal, UF_AM_EXP the layer's exp that vectorises on CPUs)
- * and for double.
+ * it, in one compute type. Instantiated three times by activation_funcs.h:
+ * for float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
+ * layer's reciprocal, UF_AM_EXP the layer's exp that vectorises on CPUs),
+ * for float whose results are rounded to 16 bits (the same, but for the
+ * GELU's Phi, UF_AM_GELU_CDF) and for double. UF_AM_CDF_GAUSS(x, &gauss)
+ * gives Phi(x) and exp(-x^2 / 2) for the GELU's derivative.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
  * are the parameters of uf_activation_desc.
@@ -65,15 +67,16 @@ UF_FN T F(d_relu)(T x) /* 0 at x = 0 */
 
 /* Exact GELU: x * Phi(x), Phi the standard normal distribution function
  * (kernels/normal_cdf.h: in fp32 without erf, more accurate than
- * PyTorch's 0.5 * (1 + erf(x / sqrt 2)) for negative x). */
+ * PyTorch's 0.5 * (1 + erf(x / sqrt 2)) for negative x; for 16-bit
+ * results the forward takes a cheaper form, UF_AM_GELU_CDF). */
 UF_FN T F(gelu)(T x)
 {
-    return x * F(normal_cdf)(x);
+    return x * UF_AM_GELU_CDF(x);
 }
 UF_FN T F(d_gelu)(T x)
 {
     T gauss;
-    const T cdf = F(normal_cdf_gauss)(x, &gauss);
+    const T cdf = UF_AM_CDF_GAUSS(x, &gauss);
     return cdf + x * ((T)0.39894228040143267794 * gauss);
 }
 

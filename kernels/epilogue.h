@@ -7,6 +7,10 @@
  */
 #include "kernels/dtype_bind.h"
 
+/* 16-bit results too take the fp32 activations: the residual is added
+ * after the activation, so its error is not only rounding's to 16 bits
+ * (a GELU of 16-bit accuracy failed the f16 tolerance where the sum
+ * cancels). */
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
 #else

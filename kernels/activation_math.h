@@ -4,7 +4,8 @@
  * for float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
  * layer's reciprocal, UF_AM_EXP the layer's exp that vectorises on CPUs),
  * for float whose results are rounded to 16 bits (the same, but for the
- * GELU's Phi, UF_AM_GELU_CDF) and for double. UF_AM_CDF_GAUSS(x, &gauss)
+ * GELU's Phi, UF_AM_GELU_CDF, and a faster UF_AM_EXP) and for double.
+ * UF_AM_CDF_GAUSS(x, &gauss)
  * gives Phi(x) and exp(-x^2 / 2) for the GELU's derivative.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b

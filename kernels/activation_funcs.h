@@ -2,8 +2,9 @@
  * The activation functions of activation_math.h for fp32 (uf_<name>_f32,
  * used for the f32 dtype and the epilogue), fp32 whose results are
  * rounded to 16 bits as they stand (uf_<name>_f32to16: the f16 and bf16
- * activation kernels; they differ in the GELU forward's Phi and the
- * sigmoid's exp, which need only 16-bit accuracy there) and fp64
+ * activation kernels; they differ in the GELU's Phi, forward and
+ * derivative, and the sigmoid's exp, which need only 16-bit accuracy
+ * there) and fp64
  * (uf_<name>_f64).
  */
 #ifndef UF_ACTIVATION_FUNCS_H
@@ -21,6 +22,7 @@
 #define UF_AM_EXP(x) UF_EXPF_ACCURATE(x)
 #define UF_AM_GELU_CDF(x) uf_normal_cdf_f32(x)
 #include "kernels/activation_math.h"
+#undef UF_AM_CDF_GAUSS
 #undef UF_AM_NAME
 #undef UF_AM_EXP
 #undef UF_AM_GELU_CDF
@@ -32,6 +34,7 @@
 #define UF_AM_NAME(name) name##_f32to16
 #define UF_AM_EXP(x) UF_EXPF(x)
 #define UF_AM_GELU_CDF(x) uf_normal_cdf_logistic_f32(x)
+#define UF_AM_CDF_GAUSS(x, gauss) uf_normal_cdf_logistic_gauss_f32((x), (gauss))
 #include "kernels/activation_math.h"
 #undef UF_AM_NAME
 #undef UF_AM_EXP

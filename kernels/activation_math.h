@@ -4,9 +4,9 @@
  * for float (UF_AM_T float, math functions with the f suffix, UF_AM_RCP the
  * layer's reciprocal, UF_AM_EXP the layer's exp that vectorises on CPUs),
  * for float whose results are rounded to 16 bits (the same, but for the
- * GELU's Phi, UF_AM_GELU_CDF, and a faster UF_AM_EXP) and for double.
- * UF_AM_CDF_GAUSS(x, &gauss)
- * gives Phi(x) and exp(-x^2 / 2) for the GELU's derivative.
+ * GELU's Phi, UF_AM_GELU_CDF and UF_AM_CDF_GAUSS, and a faster UF_AM_EXP)
+ * and for double. UF_AM_CDF_GAUSS(x, &gauss) gives Phi(x) and
+ * exp(-x^2 / 2) for the GELU's derivative.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
  * are the parameters of uf_activation_desc.
@@ -69,7 +69,7 @@ UF_FN T F(d_relu)(T x) /* 0 at x = 0 */
 /* Exact GELU: x * Phi(x), Phi the standard normal distribution function
  * (kernels/normal_cdf.h: in fp32 without erf, more accurate than
  * PyTorch's 0.5 * (1 + erf(x / sqrt 2)) for negative x; for 16-bit
- * results the forward takes a cheaper form, UF_AM_GELU_CDF). */
+ * results a cheaper form, UF_AM_GELU_CDF and UF_AM_CDF_GAUSS). */
 UF_FN T F(gelu)(T x)
 {
     return x * UF_AM_GELU_CDF(x);

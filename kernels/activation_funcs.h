@@ -13,10 +13,14 @@
 #include "layer.h"
 #include "kernels/activation_args.h"
 #include "kernels/normal_cdf.h"
+#include "kernels/sign_exact.h"
 
 #define UF_AM_T float
 #define UF_AM(fn) fn##f
 #define UF_AM_RCP(x) UF_RCPF(x)
+#define UF_AM_ABOVE0(x) uf_f32_above_zero(x)
+#define UF_AM_BELOW0(x) uf_f32_below_zero(x)
+#define UF_AM_IS_ZERO(x) uf_f32_is_zero(x)
 #define UF_AM_CDF_GAUSS(x, gauss) uf_normal_cdf_gauss_f32((x), (gauss))
 #define UF_AM_NAME(name) name##_f32
 #define UF_AM_EXP(x) UF_EXPF_ACCURATE(x)
@@ -43,11 +47,17 @@
 #undef UF_AM
 #undef UF_AM_RCP
 #undef UF_AM_CDF_GAUSS
+#undef UF_AM_ABOVE0
+#undef UF_AM_BELOW0
+#undef UF_AM_IS_ZERO
 
 #define UF_AM_T double
 #define UF_AM(fn) fn
 #define UF_AM_NAME(name) name##_f64
 #define UF_AM_RCP(x) (1.0 / (x))
+#define UF_AM_ABOVE0(x) ((x) > 0.0)
+#define UF_AM_BELOW0(x) ((x) < 0.0)
+#define UF_AM_IS_ZERO(x) ((x) == 0.0)
 #define UF_AM_EXP(x) exp(x)
 #define UF_AM_CDF_GAUSS(x, gauss) uf_normal_cdf_gauss_f64((x), (gauss))
 #define UF_AM_GELU_CDF(x) uf_normal_cdf_f64(x)
@@ -59,6 +69,9 @@
 #undef UF_AM_EXP
 #undef UF_AM_CDF_GAUSS
 #undef UF_AM_GELU_CDF
+#undef UF_AM_ABOVE0
+#undef UF_AM_BELOW0
+#undef UF_AM_IS_ZERO
 
 /* switch (kind) with a case per activation, each calling fn(K, ...) with K
  * that case's constant. fn is force-inlined, so the switch on the kind

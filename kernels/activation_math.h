@@ -6,7 +6,10 @@
  * for float whose results are rounded to 16 bits (the same, but for the
  * GELU's Phi, UF_AM_GELU_CDF and UF_AM_CDF_GAUSS, and a faster UF_AM_EXP)
  * and for double. UF_AM_CDF_GAUSS(x, &gauss) gives Phi(x) and
- * exp(-x^2 / 2) for the GELU's derivative.
+ * exp(-x^2 / 2) for the GELU's derivative. UF_AM_ABOVE0(x), UF_AM_BELOW0(x)
+ * and UF_AM_IS_ZERO(x) test x against 0 as the float64 reference does,
+ * subnormals included (kernels/sign_exact.h): the derivatives that jump at
+ * a breakpoint of 0 take them.
  * Definitions follow torch.nn.functional; the derivative at a breakpoint is
  * the one PyTorch's autograd uses (noted where it matters). Inputs a and b
  * are the parameters of uf_activation_desc.
@@ -63,7 +66,7 @@ UF_FN T F(relu)(T x)
 }
 UF_FN T F(d_relu)(T x) /* 0 at x = 0 */
 {
-    return x > (T)0 ? (T)1 : (T)0;
+    return UF_AM_ABOVE0(x) ? (T)1 : (T)0;
 }
 
 /* Exact GELU: x * Phi(x), Phi the standard normal distribution function
@@ -116,7 +119,7 @@ UF_FN T F(relu6)(T x)
 }
 UF_FN T F(d_relu6)(T x) /* PyTorch's relu6 is hardtanh(0, 6): 0 at both ends */
 {
-    return x > (T)0 && x < (T)6 ? (T)1 : (T)0;
+    return UF_AM_ABOVE0(x) && x < (T)6 ? (T)1 : (T)0;
 }
 
 /* The hard kinds multiply by 1/6 and 1/3 where PyTorch divides: within
@@ -139,7 +142,9 @@ UF_FN T F(hardtanh)(T x, T lo, T hi)
 }
 UF_FN T F(d_hardtanh)(T x, T lo, T hi) /* 0 at both ends */
 {
-    return x > lo && x < hi ? (T)1 : (T)0;
+    const int above = lo == (T)0 ? UF_AM_ABOVE0(x) : x > lo;
+    const int below = hi == (T)0 ? UF_AM_BELOW0(x) : x < hi;
+    return above && below ? (T)1 : (T)0;
 }
 
 UF_FN T F(hardswish)(T x)
@@ -161,7 +166,7 @@ UF_FN T F(selu)(T x)
 }
 UF_FN T F(d_selu)(T x) /* at 0: the negative side's scale * alpha */
 {
-    return x > (T)0 ? (T)UF_SELU_SCALE : (T)(UF_SELU_SCALE * UF_SELU_ALPHA) * UF_AM(exp)(x);
+    return UF_AM_ABOVE0(x) ? (T)UF_SELU_SCALE : (T)(UF_SELU_SCALE * UF_SELU_ALPHA) * UF_AM(exp)(x);
 }
 
 /* x * tanh(softplus(x)). */
@@ -215,7 +220,7 @@ UF_FN T F(leaky_relu)(T x, T slope)
 }
 UF_FN T F(d_leaky_relu)(T x, T slope) /* the slope at 0 */
 {
-    return x > (T)0 ? (T)1 : slope;
+    return UF_AM_ABOVE0(x) ? (T)1 : slope;
 }
 
 UF_FN T F(elu)(T x, T alpha)
@@ -224,7 +229,7 @@ UF_FN T F(elu)(T x, T alpha)
 }
 UF_FN T F(d_elu)(T x, T alpha) /* alpha at 0 */
 {
-    return x > (T)0 ? (T)1 : alpha * UF_AM(exp)(x);
+    return UF_AM_ABOVE0(x) ? (T)1 : alpha * UF_AM(exp)(x);
 }
 
 UF_FN T F(celu)(T x, T alpha)
@@ -233,7 +238,7 @@ UF_FN T F(celu)(T x, T alpha)
 }
 UF_FN T F(d_celu)(T x, T alpha) /* 1 at 0 (exp(0)) */
 {
-    return x > (T)0 ? (T)1 : UF_AM(exp)(x / alpha);
+    return UF_AM_ABOVE0(x) ? (T)1 : UF_AM(exp)(x / alpha);
 }
 
 UF_FN T F(hardshrink)(T x, T lambda)
@@ -243,6 +248,8 @@ UF_FN T F(hardshrink)(T x, T lambda)
 /* Both shrinks: 0 inside the closed band [-lambda, lambda]. */
 UF_FN T F(d_shrink)(T x, T lambda)
 {
+    if (lambda == (T)0)
+        return UF_AM_IS_ZERO(x) ? (T)0 : (T)1;
     return x >= -lambda && x <= lambda ? (T)0 : (T)1;
 }
 

@@ -263,6 +263,53 @@ static void nan_propagates(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* fp32 subnormals (and bf16's, which are fp32 subnormals too; in f16 they
+ * round to 0) through every activation, and through those whose
+ * parameters put a breakpoint at 0: GPU builds flush subnormals in fp32
+ * arithmetic, but a derivative that jumps at 0 must still take the side
+ * the float64 reference takes (kernels/sign_exact.h). */
+static void subnormal_inputs(void **state)
+{
+    (void)state;
+    TH_NEED_DEVICE();
+    enum { n = 12 };
+    static const double mags[] = {0x1p-149, 0x1p-133, 0x1p-127, 0x1.fcp-127, 0x1p-126, 0};
+    double x[n], dy[n];
+    for (size_t i = 0; i < n; ++i) {
+        x[i] = i % 2 ? -mags[i / 2] : mags[i / 2];
+        dy[i] = i % 4 < 2 ? 1.0 : -0.75;
+    }
+    uf_activation_desc acts[UF_ACT_COUNT + 7];
+    for (int kind = 0; kind < UF_ACT_COUNT; ++kind)
+        acts[kind] = uf_activation_default((uf_activation)kind);
+    const struct {
+        uf_activation kind;
+        double a, b;
+    } zeroed[] = {{UF_ACT_HARDTANH, 0, 6},      {UF_ACT_HARDTANH, -6, 0},
+                  {UF_ACT_HARDSHRINK, 0, 0},    {UF_ACT_SOFTSHRINK, 0, 0},
+                  {UF_ACT_LEAKY_RELU, 0.25, 0}, {UF_ACT_ELU, 0.5, 0},
+                  {UF_ACT_CELU, 2, 0}};
+    for (size_t z = 0; z < 7; ++z) {
+        acts[UF_ACT_COUNT + z] = uf_activation_default(zeroed[z].kind);
+        acts[UF_ACT_COUNT + z].param[0] = zeroed[z].a;
+        acts[UF_ACT_COUNT + z].param[1] = zeroed[z].b;
+    }
+    size_t bad = 0;
+    for (size_t k = 0; k < UF_ACT_COUNT + 7; ++k) {
+        for (size_t d = 0; d < NDTYPES; ++d) {
+            double xr[n];
+            memcpy(xr, x, sizeof xr);
+            th_round(xr, n, dtypes[d]);
+            const act_case c = {acts[k], {0, 1, 0}, dtypes[d], n, 0, 0, xr, dy};
+            char what[96];
+            snprintf(what, sizeof what, "%s(%g, %g) subnormal inputs",
+                     uf_activation_name(acts[k].kind), acts[k].param[0], acts[k].param[1]);
+            bad += check_case(&c, what);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* Every error status, and that a failing call leaves its outputs alone. */
 static void statuses(void **state)
 {
@@ -356,11 +403,9 @@ static void statuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_activation),
-        cmocka_unit_test(every_16bit_value),
-        cmocka_unit_test(sizes_alignment_in_place),
-        cmocka_unit_test(nan_propagates),
-        cmocka_unit_test(statuses),
+        cmocka_unit_test(every_activation),         cmocka_unit_test(every_16bit_value),
+        cmocka_unit_test(sizes_alignment_in_place), cmocka_unit_test(nan_propagates),
+        cmocka_unit_test(subnormal_inputs),         cmocka_unit_test(statuses),
     };
     return TH_RUN("activation", tests);
 }

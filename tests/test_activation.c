@@ -279,9 +279,6 @@ static void subnormal_inputs(void **state)
         x[i] = i % 2 ? -mags[i / 2] : mags[i / 2];
         dy[i] = i % 4 < 2 ? 1.0 : -0.75;
     }
-    uf_activation_desc acts[UF_ACT_COUNT + 7];
-    for (int kind = 0; kind < UF_ACT_COUNT; ++kind)
-        acts[kind] = uf_activation_default((uf_activation)kind);
     const struct {
         uf_activation kind;
         double a, b;
@@ -289,13 +286,17 @@ static void subnormal_inputs(void **state)
                   {UF_ACT_HARDSHRINK, 0, 0},    {UF_ACT_SOFTSHRINK, 0, 0},
                   {UF_ACT_LEAKY_RELU, 0.25, 0}, {UF_ACT_ELU, 0.5, 0},
                   {UF_ACT_CELU, 2, 0}};
-    for (size_t z = 0; z < 7; ++z) {
+    enum { nzeroed = sizeof zeroed / sizeof zeroed[0] };
+    uf_activation_desc acts[UF_ACT_COUNT + nzeroed];
+    for (int kind = 0; kind < UF_ACT_COUNT; ++kind)
+        acts[kind] = uf_activation_default((uf_activation)kind);
+    for (size_t z = 0; z < nzeroed; ++z) {
         acts[UF_ACT_COUNT + z] = uf_activation_default(zeroed[z].kind);
         acts[UF_ACT_COUNT + z].param[0] = zeroed[z].a;
         acts[UF_ACT_COUNT + z].param[1] = zeroed[z].b;
     }
     size_t bad = 0;
-    for (size_t k = 0; k < UF_ACT_COUNT + 7; ++k) {
+    for (size_t k = 0; k < UF_ACT_COUNT + nzeroed; ++k) {
         for (size_t d = 0; d < NDTYPES; ++d) {
             double xr[n];
             memcpy(xr, x, sizeof xr);

@@ -194,25 +194,26 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
     }
 }
 
-/* The forward with dropout and the identity (bias + dropout + residual):
- * no activation in its loops, fewer registers than uf_epi_fwd, more
- * threads resident. */
-UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_identity), uf_epilogue_args, a, UF_COLSUM_THREADS,
-                   UF_EPI_FWD_IDENTITY_BLOCKS)
-{
-    UF_BLOCKS (blk) {
-        UF_THREADS (t) {
-            UF_EPI_FWD_THREAD(blk, t);
-            if (UF_VEC > 1 && a.whole) {
-                UF_VNAME(uf_epi_fwd_rows_whole)
-                (UF_ACT_IDENTITY, &a, 1, r0, r_end, step, c0, bias, scale);
-            } else {
-                UF_VNAME(uf_epi_fwd_rows)
-                (UF_ACT_IDENTITY, &a, 1, r0, r_end, step, c0, bias, scale);
-            }
-        }
+/* A forward with dropout for one activation `kind` (a constant): no
+ * switch over the others in its loops, and registers allocated for this
+ * one alone, so more threads resident than in uf_epi_fwd. */
+#define UF_EPI_FWD_FIXED(name, kind, resident)                                                     \
+    UF_KERNEL_RESIDENT(UF_VNAME(name), uf_epilogue_args, a, UF_COLSUM_THREADS, resident)           \
+    {                                                                                              \
+        UF_BLOCKS (blk) {                                                                          \
+            UF_THREADS (t) {                                                                       \
+                UF_EPI_FWD_THREAD(blk, t);                                                         \
+                if (UF_VEC > 1 && a.whole)                                                         \
+                    UF_VNAME(uf_epi_fwd_rows_whole)                                                \
+                (kind, &a, 1, r0, r_end, step, c0, bias, scale);                                   \
+                else UF_VNAME(uf_epi_fwd_rows)(kind, &a, 1, r0, r_end, step, c0, bias, scale);     \
+            }                                                                                      \
+        }                                                                                          \
     }
-}
+
+/* bias + dropout + residual, and the transformer's GELU with dropout. */
+UF_EPI_FWD_FIXED(uf_epi_fwd_identity, UF_ACT_IDENTITY, UF_EPI_FWD_IDENTITY_BLOCKS)
+UF_EPI_FWD_FIXED(uf_epi_fwd_gelu, UF_ACT_GELU, UF_EPI_FWD_GELU_BLOCKS)
 
 /* Writes a unit of one of the backward's outputs: without tests where
  * rows are whole aligned units (`whole`, a constant at each call). */
@@ -231,28 +232,29 @@ UF_FN void UF_VNAME(uf_epi_bwd_store)(const uf_epilogue_args *a, void *out, int6
 
 /* The backward of row r's unit at c0 from z = x + bias (needed only by a
  * non-identity act' and by dscale) and g = dy: writes dresidual, dx and a
- * full dbias, and adds to the thread's column sums db and ds. */
-UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int identity,
-                                     int whole, int64_t r, int64_t c0, const UF_ACC *scale,
-                                     UF_ACC *z, UF_ACC *g, UF_ACC *db, UF_ACC *ds)
+ * full dbias, and adds to the thread's column sums db and ds. `kind`: the
+ * activation as a constant, or -1 to read it from `a`. */
+UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, int kind, int whole,
+                                     int64_t r, int64_t c0, const UF_ACC *scale, UF_ACC *z,
+                                     UF_ACC *g, UF_ACC *db, UF_ACC *ds)
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
+    const int act = kind >= 0 ? kind : a->kind;
     if (a->dresidual)
         UF_VNAME(uf_epi_bwd_store)(a, a->dresidual, r, c0, whole, g);
     UF_VNAME(uf_epi_drop)(a, whole, r, c0, g);
     if (need_act) {
         UF_ACC t[UF_ACT_UNIT];
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) t[e] = z[e];
-        UF_ACT_APPLY(a->kind, 0, p0, p1, t);
+        UF_ACT_APPLY(act, 0, p0, p1, t);
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) ds[e] += g[e] * t[e];
     }
     /* The identity's derivative is 1 even where z is NaN (z is loaded only
-     * when dscale is asked for; dx must not depend on that). `identity` 1
-     * (a constant: uf_epi_bwd_dy) compiles no other activation in. */
-    if (identity || a->kind == UF_ACT_IDENTITY) {
+     * when dscale is asked for; dx must not depend on that). */
+    if (act == UF_ACT_IDENTITY) {
         UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 1;
     } else {
-        UF_ACT_APPLY(a->kind, 1, p0, p1, z);
+        UF_ACT_APPLY(act, 1, p0, p1, z);
     }
     UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e)
     {
@@ -266,10 +268,10 @@ UF_FN void UF_VNAME(uf_epi_bwd_unit)(const uf_epilogue_args *a, int need_act, in
 
 /* The backward over one thread's rows r, r + step, ... below r_end at
  * columns c0 .. c0 + 7, each access tested (tails, unaligned rows). */
-UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                     int identity, int64_t r, int64_t r_end, int64_t step,
-                                     int64_t c0, const UF_ACC *bias, const UF_ACC *scale,
-                                     UF_ACC *db, UF_ACC *ds)
+UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, int needs_z, int kind,
+                                     int64_t r, int64_t r_end, int64_t step, int64_t c0,
+                                     const UF_ACC *bias, const UF_ACC *scale, UF_ACC *db,
+                                     UF_ACC *ds)
 {
     for (; r < r_end; r += step) {
         const int64_t base = r * a->cols;
@@ -287,7 +289,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
             UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += bias[e];
         }
         UF_VNAME(uf_row_load)((const UF_T *)a->dy + base, c0, a->cols, a->vec, g);
-        UF_VNAME(uf_epi_bwd_unit)(a, need_act, identity, 0, r, c0, scale, z, g, db, ds);
+        UF_VNAME(uf_epi_bwd_unit)(a, need_act, kind, 0, r, c0, scale, z, g, db, ds);
     }
 }
 
@@ -297,7 +299,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
  * without a test (a row past r_end reads row r again and is skipped after
  * the loads). */
 UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                           int identity, int nrows, int64_t r, int64_t r_end,
+                                           int kind, int nrows, int64_t r, int64_t r_end,
                                            int64_t step, int64_t c0, const UF_ACC *bias,
                                            const UF_ACC *scale, UF_ACC *db, UF_ACC *ds)
 {
@@ -329,28 +331,39 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
             if (needs_z)
                 UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
             UF_VNAME(uf_unit_unpack)(gw[i], g);
-            UF_VNAME(uf_epi_bwd_unit)(a, need_act, identity, 1, ri, c0, scale, z, g, db, ds);
+            UF_VNAME(uf_epi_bwd_unit)(a, need_act, kind, 1, ri, c0, scale, z, g, db, ds);
         }
     }
 }
 
-/* The backward kernel, three times: for any call (uf_epi_bwd), for calls
+/* The backward kernel, five times: for any call (uf_epi_bwd), for calls
  * whose scale is not a row with an activation (uf_epi_bwd_scalar) and
- * with the identity (uf_epi_bwd_dy); src/epilogue.c chooses. */
+ * with the identity (uf_epi_bwd_dy), and the first two built for the GELU
+ * alone (uf_epi_bwd_gelu, uf_epi_bwd_scalar_gelu); src/epilogue.c
+ * chooses. */
+#define UF_EPI_BWD_KIND -1
 #define UF_EPI_BWD_ROW_SCALE 1
 #define UF_EPI_BWD_ACT 1
 #define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd)
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_BLOCKS
 #define UF_EPI_BWD_KROWS UF_EPI_BWD_ROWS
 #include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_KERNEL
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_gelu)
+#undef UF_EPI_BWD_KIND
+#define UF_EPI_BWD_KIND UF_ACT_GELU
+#include "kernels/epilogue_backward_kernel.h"
 #undef UF_EPI_BWD_ROW_SCALE
 #undef UF_EPI_BWD_KERNEL
 #undef UF_EPI_BWD_KBLOCKS
-#undef UF_EPI_BWD_KROWS
 #define UF_EPI_BWD_ROW_SCALE 0
-#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_scalar)
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_scalar_gelu)
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_SCALAR_BLOCKS
-#define UF_EPI_BWD_KROWS UF_EPI_BWD_ROWS
+#include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_KERNEL
+#undef UF_EPI_BWD_KIND
+#define UF_EPI_BWD_KIND -1
+#define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_scalar)
 #include "kernels/epilogue_backward_kernel.h"
 #undef UF_EPI_BWD_ACT
 #undef UF_EPI_BWD_KERNEL
@@ -361,6 +374,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_DY_BLOCKS
 #define UF_EPI_BWD_KROWS UF_EPI_BWD_DY_ROWS
 #include "kernels/epilogue_backward_kernel.h"
+#undef UF_EPI_BWD_KIND
 #undef UF_EPI_BWD_ROW_SCALE
 #undef UF_EPI_BWD_ACT
 #undef UF_EPI_BWD_KERNEL

@@ -31,6 +31,10 @@
 #ifndef UF_EPI_FWD_IDENTITY_BLOCKS
 #define UF_EPI_FWD_IDENTITY_BLOCKS 2
 #endif
+/* The forward with dropout and the GELU (uf_epi_fwd_gelu). */
+#ifndef UF_EPI_FWD_GELU_BLOCKS
+#define UF_EPI_FWD_GELU_BLOCKS 2
+#endif
 /* Rows a forward thread loads at once where rows are whole aligned units,
  * by element size: 64 bytes of each tensor in flight per thread. */
 #ifndef UF_EPI_ROWS_OF
@@ -77,10 +81,16 @@ typedef struct uf_epilogue_args {
     UF_EPI_DECLARE_ONE(fwd_plain, dt, vec)                                                         \
     UF_EPI_DECLARE_ONE(fwd_identity, dt, 1)                                                        \
     UF_EPI_DECLARE_ONE(fwd_identity, dt, vec)                                                      \
+    UF_EPI_DECLARE_ONE(fwd_gelu, dt, 1)                                                            \
+    UF_EPI_DECLARE_ONE(fwd_gelu, dt, vec)                                                          \
     UF_EPI_DECLARE_ONE(bwd, dt, 1)                                                                 \
     UF_EPI_DECLARE_ONE(bwd, dt, vec)                                                               \
     UF_EPI_DECLARE_ONE(bwd_scalar, dt, 1)                                                          \
     UF_EPI_DECLARE_ONE(bwd_scalar, dt, vec)                                                        \
+    UF_EPI_DECLARE_ONE(bwd_gelu, dt, 1)                                                            \
+    UF_EPI_DECLARE_ONE(bwd_gelu, dt, vec)                                                          \
+    UF_EPI_DECLARE_ONE(bwd_scalar_gelu, dt, 1)                                                     \
+    UF_EPI_DECLARE_ONE(bwd_scalar_gelu, dt, vec)                                                   \
     UF_EPI_DECLARE_ONE(bwd_dy, dt, 1)                                                              \
     UF_EPI_DECLARE_ONE(bwd_dy, dt, vec)
 

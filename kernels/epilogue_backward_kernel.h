@@ -4,7 +4,8 @@
  * paths only. UF_EPI_BWD_ROW_SCALE 1: any call (a row scale's dscale needs
  * act(z) beside act'(z)); 0: a scale that is a scalar or absent (one value,
  * no dscale), with UF_EPI_BWD_ACT 1 for an activation other than the
- * identity (x is read) or 0 for the identity (dy alone is read). The
+ * identity (x is read) or 0 for the identity (dy alone is read); and
+ * UF_EPI_BWD_KIND, the activation as a constant or -1 for any. The
  * includer names the kernel (UF_EPI_BWD_KERNEL), its resident blocks
  * (UF_EPI_BWD_KBLOCKS) and the rows a thread loads at once where rows are
  * whole units (UF_EPI_BWD_KROWS).
@@ -15,8 +16,10 @@ UF_KERNEL_RESIDENT(UF_EPI_BWD_KERNEL, uf_epilogue_args, a, UF_COLSUM_THREADS, UF
     /* z = x + bias feeds act' and, for dscale, act: the identity's
      * derivative needs neither, so x and a full bias are not read. A
      * constant in the kernels built for one kind of call. */
-    const int needs_z =
-        UF_EPI_BWD_ROW_SCALE ? a.kind != UF_ACT_IDENTITY || need_act : UF_EPI_BWD_ACT;
+    const int kind = UF_EPI_BWD_ACT ? UF_EPI_BWD_KIND : UF_ACT_IDENTITY;
+    const int needs_z = UF_EPI_BWD_ROW_SCALE
+                            ? (kind >= 0 ? kind : a.kind) != UF_ACT_IDENTITY || need_act
+                            : UF_EPI_BWD_ACT;
     UF_BLOCKS (blk) {
         /* Per-thread column sums, [which][thread][e]: 0 dbias, 1 dscale. */
         UF_SHARED(UF_ACC, sums, 2 * UF_COLSUM_THREADS * UF_ACT_UNIT);
@@ -34,11 +37,11 @@ UF_KERNEL_RESIDENT(UF_EPI_BWD_KERNEL, uf_epilogue_args, a, UF_COLSUM_THREADS, UF
                 /* a thread past the last column tile adds zeros */
             } else if (UF_VEC > 1 && a.whole) {
                 UF_VNAME(uf_epi_bwd_rows_whole)
-                (&a, need_act, needs_z, !UF_EPI_BWD_ACT, UF_EPI_BWD_KROWS, r0, r_end, step, c0,
-                 bias, scale, db, ds);
+                (&a, need_act, needs_z, kind, UF_EPI_BWD_KROWS, r0, r_end, step, c0, bias, scale,
+                 db, ds);
             } else {
                 UF_VNAME(uf_epi_bwd_rows)
-                (&a, need_act, needs_z, !UF_EPI_BWD_ACT, r0, r_end, step, c0, bias, scale, db, ds);
+                (&a, need_act, needs_z, kind, r0, r_end, step, c0, bias, scale, db, ds);
             }
             UF_VNAME(uf_colsum_publish)(sums, t, db, ds);
         }

@@ -13,12 +13,23 @@
 
 typedef uf_status (*uf_epi_launcher)(const uf_launch *, const uf_epilogue_args *);
 
-enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN, PASS_FWD_IDENTITY, PASS_BWD_SCALAR, PASS_BWD_DY };
+enum {
+    PASS_FWD,
+    PASS_BWD,
+    PASS_FWD_PLAIN,
+    PASS_FWD_IDENTITY,
+    PASS_FWD_GELU,
+    PASS_BWD_SCALAR,
+    PASS_BWD_DY,
+    PASS_BWD_GELU,
+    PASS_BWD_SCALAR_GELU
+};
 
 /* Indexed [pass][dtype - 1][vectorised]. Kernels built for one kind of call
  * hold fewer registers than those for any call: the forward without
- * dropout, the forward with dropout and the identity; the backward without
- * a row scale, and that with the identity. */
+ * dropout, the forward with dropout and the identity or the GELU; the
+ * backward without a row scale, that with the identity, and both passes
+ * with the GELU. */
 #define UF_EPI_ROW(pass, dt, vec)                                                                  \
     {                                                                                              \
         uf_epi_##pass##_##dt##_v1_launch, uf_epi_##pass##_##dt##_v##vec##_launch                   \
@@ -28,9 +39,10 @@ enum { PASS_FWD, PASS_BWD, PASS_FWD_PLAIN, PASS_FWD_IDENTITY, PASS_BWD_SCALAR, P
         UF_EPI_ROW(pass, f32, 4), UF_EPI_ROW(pass, f16, 8), UF_EPI_ROW(pass, bf16, 8),             \
             UF_EPI_ROW(pass, f64, 2)                                                               \
     }
-static const uf_epi_launcher launchers[6][4][2] = {
-    UF_EPI_PASS(fwd),          UF_EPI_PASS(bwd),        UF_EPI_PASS(fwd_plain),
-    UF_EPI_PASS(fwd_identity), UF_EPI_PASS(bwd_scalar), UF_EPI_PASS(bwd_dy)};
+static const uf_epi_launcher launchers[9][4][2] = {
+    UF_EPI_PASS(fwd),          UF_EPI_PASS(bwd),      UF_EPI_PASS(fwd_plain),
+    UF_EPI_PASS(fwd_identity), UF_EPI_PASS(fwd_gelu), UF_EPI_PASS(bwd_scalar),
+    UF_EPI_PASS(bwd_dy),       UF_EPI_PASS(bwd_gelu), UF_EPI_PASS(bwd_scalar_gelu)};
 
 static int is_float_dtype(uf_dtype d)
 {
@@ -107,6 +119,7 @@ static uf_status queue_forward(const uf_epilogue_desc *desc, uf_epilogue_args *a
                                         &a->nchunks, &l);
     const int pass = a->threshold == 0            ? PASS_FWD_PLAIN
                      : a->kind == UF_ACT_IDENTITY ? PASS_FWD_IDENTITY
+                     : a->kind == UF_ACT_GELU     ? PASS_FWD_GELU
                                                   : PASS_FWD;
     return st != UF_OK ? st : launchers[pass][desc->dtype - 1][a->vec](&l, a);
 }
@@ -133,8 +146,9 @@ static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *
      * measured faster with 16-bit elements (63 against 56% of copy on the
      * H200) and slower with fp32 (54 against 73), which the kernel for any
      * call keeps. */
-    const int pass = a->scale_kind == UF_OPERAND_ROW  ? PASS_BWD
-                     : a->kind != UF_ACT_IDENTITY     ? PASS_BWD_SCALAR
+    const int gelu = a->kind == UF_ACT_GELU;
+    const int pass = a->scale_kind == UF_OPERAND_ROW ? (gelu ? PASS_BWD_GELU : PASS_BWD)
+                     : a->kind != UF_ACT_IDENTITY ? (gelu ? PASS_BWD_SCALAR_GELU : PASS_BWD_SCALAR)
                      : uf_dtype_size(desc->dtype) < 4 ? PASS_BWD_DY
                                                       : PASS_BWD;
     st = launchers[pass][desc->dtype - 1][a->vec](&l, a);

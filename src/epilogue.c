@@ -146,7 +146,10 @@ static uf_status queue_backward(const uf_epilogue_desc *desc, uf_epilogue_args *
      * measured faster with 16-bit elements (63 against 56% of copy on the
      * H200) and slower with fp32 (54 against 73), which the kernel for any
      * call keeps. */
-    const int gelu = a->kind == UF_ACT_GELU;
+    /* The GELU's own kernels: 16-bit 61-62 -> 72-73% of copy on an H100
+     * (row scale), but fp32 85.6 -> 83.5, so wider elements keep the
+     * kernels for any call. */
+    const int gelu = a->kind == UF_ACT_GELU && uf_dtype_size(desc->dtype) < 4;
     const int pass = a->scale_kind == UF_OPERAND_ROW ? (gelu ? PASS_BWD_GELU : PASS_BWD)
                      : a->kind != UF_ACT_IDENTITY ? (gelu ? PASS_BWD_SCALAR_GELU : PASS_BWD_SCALAR)
                      : uf_dtype_size(desc->dtype) < 4 ? PASS_BWD_DY

@@ -1,10 +1,11 @@
 /*
  * The activation functions of activation_math.h for fp32 (uf_<name>_f32,
- * used for the f32 dtype and the epilogue), fp32 whose results are
- * rounded to 16 bits as they stand (uf_<name>_f32to16: the f16 and bf16
- * activation kernels; they differ in the GELU's Phi, forward and
- * derivative, and the sigmoid's exp, which need only 16-bit accuracy
- * there) and fp64
+ * used for the f32 dtype), fp32 whose results are rounded to 16 bits as
+ * they stand (uf_<name>_f32to16: the f16 and bf16 activation kernels;
+ * they differ in the GELU's Phi, forward and derivative, and the
+ * sigmoid's exp, which need only 16-bit accuracy there), the same with a
+ * Phi of fp32's absolute accuracy for 16-bit results that a sum follows
+ * (uf_<name>_f32to16_sum: the f16 and bf16 epilogue) and fp64
  * (uf_<name>_f64).
  */
 #ifndef UF_ACTIVATION_FUNCS_H
@@ -39,6 +40,16 @@
 #define UF_AM_EXP(x) UF_EXPF(x)
 #define UF_AM_GELU_CDF(x) uf_normal_cdf_logistic_f32(x)
 #define UF_AM_CDF_GAUSS(x, gauss) uf_normal_cdf_logistic_gauss_f32((x), (gauss))
+#include "kernels/activation_math.h"
+#undef UF_AM_NAME
+#undef UF_AM_GELU_CDF
+#undef UF_AM_CDF_GAUSS
+/* For 16-bit results that a sum follows (the epilogue's residual, where
+ * the sum may cancel and rounding no longer hides an activation's error):
+ * the fast exp as above, and the GELU's Phi within 4e-7 absolute. */
+#define UF_AM_NAME(name) name##_f32to16_sum
+#define UF_AM_GELU_CDF(x) uf_normal_cdf_logistic6_f32(x)
+#define UF_AM_CDF_GAUSS(x, gauss) uf_normal_cdf_logistic6_gauss_f32((x), (gauss))
 #include "kernels/activation_math.h"
 #undef UF_AM_NAME
 #undef UF_AM_EXP

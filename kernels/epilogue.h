@@ -7,14 +7,16 @@
  */
 #include "kernels/dtype_bind.h"
 
-/* 16-bit results too take the fp32 activations: the residual is added
- * after the activation, so its error is not only rounding's to 16 bits
- * (a GELU of 16-bit accuracy failed the f16 tolerance where the sum
- * cancels). */
+/* 16-bit results take activations of fp32's absolute accuracy: the
+ * residual is added after the activation, so its error is not only
+ * rounding's to 16 bits (a GELU of 16-bit accuracy failed the f16
+ * tolerance where the sum cancels). */
 #if UF_DT == 4
 #define UF_ACT_APPLY uf_act_apply_f64
-#else
+#elif UF_DT == 1
 #define UF_ACT_APPLY uf_act_apply_f32
+#else
+#define UF_ACT_APPLY uf_act_apply_f32to16_sum
 #endif
 
 #include "kernels/column_sums.h"

@@ -88,6 +88,33 @@ UF_FN float uf_normal_cdf_logistic_gauss_f32(float x, float *gauss)
     return uf_normal_cdf_logistic_f32(x);
 }
 
+/* Phi(x) in the same form with Q of degree 6, fitted (the same script) so
+ * that Phi stays within 4e-7 absolute: simulated in fp32 over [-30, 30],
+ * Phi within 1.2e-7 and x Phi(x) within 4.1e-7 absolute, closer than
+ * uf_normal_cdf_gauss_f32 (3.8e-7 for Phi) in two fewer multiply-adds,
+ * no select and an exp2 for the exp; for 16-bit results that a sum
+ * follows (the epilogue's residual), where rounding does not hide the
+ * GELU's error. Its relative error where Phi is tiny (x below about -4)
+ * is larger than uf_normal_cdf_gauss_f32's. */
+UF_FN float uf_normal_cdf_logistic6_f32(float x)
+{
+    const float u = x * x;
+    float q = -5.067237296e-09f;
+    q = q * u + 3.816313097e-07f;
+    q = q * u - 1.143983445e-05f;
+    q = q * u + 1.595799404e-04f;
+    q = q * u + 9.404921730e-05f;
+    q = q * u - 1.048351228e-01f;
+    q = q * u - 2.302209377e+00f;
+    return UF_RCPF(1.0f + UF_EXP2F(x * q));
+}
+
+UF_FN float uf_normal_cdf_logistic6_gauss_f32(float x, float *gauss)
+{
+    *gauss = UF_EXPF(-0.5f * x * x);
+    return uf_normal_cdf_logistic6_f32(x);
+}
+
 UF_FN double uf_normal_cdf_f64(double x)
 {
     return 0.5 * erfc(-x * 0.70710678118654752440);

@@ -198,17 +198,20 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
 
 /* A forward with dropout for one activation `kind` (a constant): no
  * switch over the others in its loops, and registers allocated for this
- * one alone, so more threads resident than in uf_epi_fwd. */
+ * one alone. */
 #define UF_EPI_FWD_FIXED(name, kind, resident)                                                     \
     UF_KERNEL_RESIDENT(UF_VNAME(name), uf_epilogue_args, a, UF_COLSUM_THREADS, resident)           \
     {                                                                                              \
         UF_BLOCKS (blk) {                                                                          \
             UF_THREADS (t) {                                                                       \
                 UF_EPI_FWD_THREAD(blk, t);                                                         \
-                if (UF_VEC > 1 && a.whole)                                                         \
+                const int whole = UF_VEC > 1 && a.whole;                                           \
+                if (whole) {                                                                       \
                     UF_VNAME(uf_epi_fwd_rows_whole)                                                \
-                (kind, &a, 1, r0, r_end, step, c0, bias, scale);                                   \
-                else UF_VNAME(uf_epi_fwd_rows)(kind, &a, 1, r0, r_end, step, c0, bias, scale);     \
+                    (kind, &a, 1, r0, r_end, step, c0, bias, scale);                               \
+                } else {                                                                           \
+                    UF_VNAME(uf_epi_fwd_rows)(kind, &a, 1, r0, r_end, step, c0, bias, scale);      \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }

@@ -23,6 +23,8 @@
 #include "kernels/row_access.h"
 
 #define UF_EPI_ROWS UF_EPI_ROWS_OF((int)sizeof(UF_T))
+/* The most rows any forward kernel loads at once (the arrays' size). */
+#define UF_EPI_ROWS_MAX UF_EPI_ROWS
 #define UF_EPI_BWD_ROWS UF_EPI_BWD_ROWS_OF((int)sizeof(UF_T))
 #define UF_EPI_BWD_DY_ROWS UF_EPI_BWD_DY_ROWS_OF((int)sizeof(UF_T))
 #define UF_EPI_BWD_ROWS_MAX                                                                        \
@@ -95,22 +97,23 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(int kind, const uf_epilogue_args *a, int dr
 }
 
 /* uf_epi_fwd_rows for rows of whole, aligned units (uf_epilogue_args.whole):
- * UF_EPI_ROWS rows at a time, every load of them issued first and without
- * a test (a row past r_end reads the current row again and is not
- * stored), units waiting as stored. `kind`: the activation as a constant
+ * `rows` rows at a time (a constant at each call, at most UF_EPI_ROWS_MAX),
+ * every load of them issued first and without a test (a row past r_end
+ * reads the current row again and is not stored), units waiting as
+ * stored. `kind`: the activation as a constant
  * (UF_ACT_SWITCH), or -1 to read it from `a` at each row, which holds no
  * register for it across the loop. */
-UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, const uf_epilogue_args *a, int drop, int64_t r,
-                                           int64_t r_end, int64_t step, int64_t c0,
+UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, int rows, const uf_epilogue_args *a, int drop,
+                                           int64_t r, int64_t r_end, int64_t step, int64_t c0,
                                            const UF_ACC *bias, const UF_ACC *scale)
 {
     const UF_ACC p0 = (UF_ACC)a->param[0], p1 = (UF_ACC)a->param[1];
     const int full_bias = a->bias_kind == UF_OPERAND_FULL;
     const int full_res = a->residual_kind == UF_OPERAND_FULL;
-    for (; r < r_end; r += UF_EPI_ROWS * step) {
-        uint32_t xw[UF_EPI_ROWS][UF_UNIT_WORDS], bw[UF_EPI_ROWS][UF_UNIT_WORDS],
-            rw[UF_EPI_ROWS][UF_UNIT_WORDS];
-        UF_UNROLL for (int i = 0; i < UF_EPI_ROWS; ++i)
+    for (; r < r_end; r += rows * step) {
+        uint32_t xw[UF_EPI_ROWS_MAX][UF_UNIT_WORDS], bw[UF_EPI_ROWS_MAX][UF_UNIT_WORDS],
+            rw[UF_EPI_ROWS_MAX][UF_UNIT_WORDS];
+        UF_UNROLL for (int i = 0; i < rows; ++i)
         {
             const int64_t ri = r + i * step < r_end ? r + i * step : r;
             UF_VNAME(uf_unit_load_whole)((const UF_T *)a->x + ri * a->cols, c0, xw[i]);
@@ -119,7 +122,7 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, const uf_epilogue_args *a, 
             if (full_res)
                 UF_VNAME(uf_unit_load_whole)((const UF_T *)a->residual + ri * a->cols, c0, rw[i]);
         }
-        UF_UNROLL for (int i = 0; i < UF_EPI_ROWS; ++i)
+        UF_UNROLL for (int i = 0; i < rows; ++i)
         {
             /* A row past r_end is computed from the row it read and not
              * stored: no branch out of the unrolled loop. */
@@ -166,13 +169,13 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
         UF_THREADS (t) {
             UF_EPI_FWD_THREAD(blk, t);
             if (UF_VEC > 1 && a.whole && a.threshold != 0)
-                UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
-            else if (UF_VEC > 1 && a.whole)
-                UF_VNAME(uf_epi_fwd_rows_whole)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
+                UF_VNAME(uf_epi_fwd_rows_whole)
+            (-1, UF_EPI_ROWS, &a, 1, r0, r_end, step, c0, bias, scale);
+            else if (UF_VEC > 1 && a.whole) UF_VNAME(uf_epi_fwd_rows_whole)(
+                -1, UF_EPI_ROWS, &a, 0, r0, r_end, step, c0, bias, scale);
             else if (a.threshold != 0)
                 UF_VNAME(uf_epi_fwd_rows)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
-            else
-                UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
+            else UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
         }
     }
 }
@@ -188,8 +191,8 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
         UF_THREADS (t) {
             UF_EPI_FWD_THREAD(blk, t);
             if (UF_VEC > 1 && a.whole)
-                UF_ACT_SWITCH(a.kind, UF_VNAME(uf_epi_fwd_rows_whole), &a, 0, r0, r_end, step, c0,
-                              bias, scale)
+                UF_ACT_SWITCH(a.kind, UF_VNAME(uf_epi_fwd_rows_whole), UF_EPI_ROWS, &a, 0, r0,
+                              r_end, step, c0, bias, scale)
             else
                 UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
         }
@@ -199,7 +202,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
 /* A forward with dropout for one activation `kind` (a constant): no
  * switch over the others in its loops, and registers allocated for this
  * one alone. */
-#define UF_EPI_FWD_FIXED(name, kind, resident)                                                     \
+#define UF_EPI_FWD_FIXED(name, kind, resident, rows)                                               \
     UF_KERNEL_RESIDENT(UF_VNAME(name), uf_epilogue_args, a, UF_COLSUM_THREADS, resident)           \
     {                                                                                              \
         UF_BLOCKS (blk) {                                                                          \
@@ -208,7 +211,7 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
                 const int whole = UF_VEC > 1 && a.whole;                                           \
                 if (whole) {                                                                       \
                     UF_VNAME(uf_epi_fwd_rows_whole)                                                \
-                    (kind, &a, 1, r0, r_end, step, c0, bias, scale);                               \
+                    (kind, rows, &a, 1, r0, r_end, step, c0, bias, scale);                         \
                 } else {                                                                           \
                     UF_VNAME(uf_epi_fwd_rows)(kind, &a, 1, r0, r_end, step, c0, bias, scale);      \
                 }                                                                                  \
@@ -217,8 +220,9 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd_plain), uf_epilogue_args, a, UF_COLSUM_TH
     }
 
 /* bias + dropout + residual, and the transformer's GELU with dropout. */
-UF_EPI_FWD_FIXED(uf_epi_fwd_identity, UF_ACT_IDENTITY, UF_EPI_FWD_IDENTITY_BLOCKS)
-UF_EPI_FWD_FIXED(uf_epi_fwd_gelu, UF_ACT_GELU, UF_EPI_FWD_GELU_BLOCKS)
+UF_EPI_FWD_FIXED(uf_epi_fwd_identity, UF_ACT_IDENTITY, UF_EPI_FWD_IDENTITY_BLOCKS, UF_EPI_ROWS)
+UF_EPI_FWD_FIXED(uf_epi_fwd_gelu, UF_ACT_GELU, UF_EPI_FWD_GELU_BLOCKS_OF(UF_DT),
+                 UF_EPI_FWD_GELU_ROWS_OF(UF_DT, UF_EPI_ROWS))
 
 /* Writes a unit of one of the backward's outputs: without tests where
  * rows are whole aligned units (`whole`, a constant at each call). */
@@ -389,6 +393,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #undef UF_EPI_FWD_THREAD
 #undef UF_ACT_APPLY
 #undef UF_EPI_ROWS
+#undef UF_EPI_ROWS_MAX
 #undef UF_EPI_BWD_ROWS
 #undef UF_EPI_BWD_DY_ROWS
 #undef UF_EPI_BWD_ROWS_MAX

@@ -31,9 +31,18 @@
 #ifndef UF_EPI_FWD_IDENTITY_BLOCKS
 #define UF_EPI_FWD_IDENTITY_BLOCKS 2
 #endif
-/* The forward with dropout and the GELU (uf_epi_fwd_gelu). */
-#ifndef UF_EPI_FWD_GELU_BLOCKS
-#define UF_EPI_FWD_GELU_BLOCKS 2
+/* The forward with dropout and the GELU (uf_epi_fwd_gelu), by UF_DT (2:
+ * f16): its resident blocks, and the rows a thread loads at once where rows
+ * are whole units (`rows`: the other kernels' count, UF_EPI_ROWS_OF, or
+ * fewer). f16 takes 2 rows and 3 blocks (56 bytes of spills at 80
+ * registers): on an H100 its `full` forward rose from 83.7 to 91.8% of
+ * copy, where bf16 fell from 89.8 to 88.5 and fp32 from 98.2 to 88.3
+ * (docs/results.md, 2026-12-07). */
+#ifndef UF_EPI_FWD_GELU_BLOCKS_OF
+#define UF_EPI_FWD_GELU_BLOCKS_OF(dt) ((dt) == 2 ? 3 : 2)
+#endif
+#ifndef UF_EPI_FWD_GELU_ROWS_OF
+#define UF_EPI_FWD_GELU_ROWS_OF(dt, rows) ((dt) == 2 ? 2 : (rows))
 #endif
 /* Rows a forward thread loads at once where rows are whole aligned units,
  * by element size: 64 bytes of each tensor in flight per thread. */

@@ -100,9 +100,9 @@ UF_FN void UF_VNAME(uf_epi_fwd_rows)(int kind, const uf_epilogue_args *a, int dr
  * `rows` rows at a time (a constant at each call, at most UF_EPI_ROWS_MAX),
  * every load of them issued first and without a test (a row past r_end
  * reads the current row again and is not stored), units waiting as
- * stored. `kind`: the activation as a constant
- * (UF_ACT_SWITCH), or -1 to read it from `a` at each row, which holds no
- * register for it across the loop. */
+ * stored. `kind`: the activation as a constant (UF_ACT_SWITCH), or -1 to
+ * read it from `a` at each row, which holds no register for it across the
+ * loop. */
 UF_FN void UF_VNAME(uf_epi_fwd_rows_whole)(int kind, int rows, const uf_epilogue_args *a, int drop,
                                            int64_t r, int64_t r_end, int64_t step, int64_t c0,
                                            const UF_ACC *bias, const UF_ACC *scale)
@@ -168,14 +168,17 @@ UF_KERNEL_RESIDENT(UF_VNAME(uf_epi_fwd), uf_epilogue_args, a, UF_COLSUM_THREADS,
     UF_BLOCKS (blk) {
         UF_THREADS (t) {
             UF_EPI_FWD_THREAD(blk, t);
-            if (UF_VEC > 1 && a.whole && a.threshold != 0)
+            if (UF_VEC > 1 && a.whole && a.threshold != 0) {
                 UF_VNAME(uf_epi_fwd_rows_whole)
-            (-1, UF_EPI_ROWS, &a, 1, r0, r_end, step, c0, bias, scale);
-            else if (UF_VEC > 1 && a.whole) UF_VNAME(uf_epi_fwd_rows_whole)(
-                -1, UF_EPI_ROWS, &a, 0, r0, r_end, step, c0, bias, scale);
-            else if (a.threshold != 0)
+                (-1, UF_EPI_ROWS, &a, 1, r0, r_end, step, c0, bias, scale);
+            } else if (UF_VEC > 1 && a.whole) {
+                UF_VNAME(uf_epi_fwd_rows_whole)
+                (-1, UF_EPI_ROWS, &a, 0, r0, r_end, step, c0, bias, scale);
+            } else if (a.threshold != 0) {
                 UF_VNAME(uf_epi_fwd_rows)(-1, &a, 1, r0, r_end, step, c0, bias, scale);
-            else UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
+            } else {
+                UF_VNAME(uf_epi_fwd_rows)(-1, &a, 0, r0, r_end, step, c0, bias, scale);
+            }
         }
     }
 }

@@ -305,46 +305,98 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows)(const uf_epilogue_args *a, int need_act, in
     }
 }
 
+/* The words of one group of whole-unit rows r, r + step, ... (`nrows`
+ * of them) that the backward reads: x where z is needed, a full bias,
+ * dy. Loads without a test: a row at or past r_end reads row `valid`
+ * instead (its words are loaded but not used). */
+typedef struct UF_VNAME(uf_epi_bwd_group) {
+    uint32_t x[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS], b[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS],
+        g[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS];
+} UF_VNAME(uf_epi_bwd_group);
+
+UF_FN void UF_VNAME(uf_epi_bwd_group_load)(const uf_epilogue_args *a, int needs_z, int full_bias,
+                                           int nrows, int64_t r, int64_t r_end, int64_t valid,
+                                           int64_t step, int64_t c0, UF_VNAME(uf_epi_bwd_group) * w)
+{
+    UF_UNROLL for (int i = 0; i < nrows; ++i)
+    {
+        const int64_t base = (r + i * step < r_end ? r + i * step : valid) * a->cols;
+        if (needs_z)
+            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->x + base, c0, w->x[i]);
+        if (full_bias)
+            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->bias + base, c0, w->b[i]);
+        UF_VNAME(uf_unit_load_whole)((const UF_T *)a->dy + base, c0, w->g[i]);
+    }
+}
+
+/* The backward of a loaded group's rows below r_end. */
+UF_FN void UF_VNAME(uf_epi_bwd_group_work)(const uf_epilogue_args *a, int need_act, int needs_z,
+                                           int full_bias, int kind, int nrows, int64_t r,
+                                           int64_t r_end, int64_t step, int64_t c0,
+                                           const UF_ACC *bias, const UF_ACC *scale,
+                                           const UF_VNAME(uf_epi_bwd_group) * w, UF_ACC *db,
+                                           UF_ACC *ds)
+{
+    UF_UNROLL for (int i = 0; i < nrows; ++i)
+    {
+        const int64_t ri = r + i * step;
+        if (ri >= r_end)
+            continue;
+        UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], t[UF_ACT_UNIT];
+        if (needs_z)
+            UF_VNAME(uf_unit_unpack)(w->x[i], z);
+        else
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
+        if (full_bias)
+            UF_VNAME(uf_unit_unpack)(w->b[i], t);
+        if (needs_z)
+            UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
+        UF_VNAME(uf_unit_unpack)(w->g[i], g);
+        UF_VNAME(uf_epi_bwd_unit)(a, need_act, kind, 1, ri, c0, scale, z, g, db, ds);
+    }
+}
+
 /* The backward over one thread's rows r, r + step, ... below r_end where
  * rows are whole aligned units: `nrows` rows at a time (a constant at each
- * call, at most UF_EPI_BWD_ROWS_MAX), every load of them issued first
- * without a test (a row past r_end reads row r again and is skipped after
- * the loads). */
+ * call, at most UF_EPI_BWD_ROWS_MAX), every load of a group issued before
+ * its work. `piped` (a constant): the next group's loads are issued before
+ * this group's work, in a second set of registers, so that memory is busy
+ * while the thread computes and stores; the loop body is written out for
+ * both sets, which keeps each in registers (an index that alternates would
+ * put them in local memory). */
 UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_act, int needs_z,
-                                           int kind, int nrows, int64_t r, int64_t r_end,
+                                           int kind, int nrows, int piped, int64_t r, int64_t r_end,
                                            int64_t step, int64_t c0, const UF_ACC *bias,
                                            const UF_ACC *scale, UF_ACC *db, UF_ACC *ds)
 {
     const int full_bias = needs_z && a->bias_kind == UF_OPERAND_FULL;
-    for (; r < r_end; r += nrows * step) {
-        uint32_t xw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS], bw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS],
-            gw[UF_EPI_BWD_ROWS_MAX][UF_UNIT_WORDS];
-        UF_UNROLL for (int i = 0; i < nrows; ++i)
-        {
-            const int64_t base = (r + i * step < r_end ? r + i * step : r) * a->cols;
-            if (needs_z)
-                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->x + base, c0, xw[i]);
-            if (full_bias)
-                UF_VNAME(uf_unit_load_whole)((const UF_T *)a->bias + base, c0, bw[i]);
-            UF_VNAME(uf_unit_load_whole)((const UF_T *)a->dy + base, c0, gw[i]);
+    const int64_t span = nrows * step;
+    UF_VNAME(uf_epi_bwd_group) w0, w1;
+    if (!piped) {
+        for (; r < r_end; r += span) {
+            UF_VNAME(uf_epi_bwd_group_load)
+            (a, needs_z, full_bias, nrows, r, r_end, r, step, c0, &w0);
+            UF_VNAME(uf_epi_bwd_group_work)
+            (a, need_act, needs_z, full_bias, kind, nrows, r, r_end, step, c0, bias, scale, &w0, db,
+             ds);
         }
-        UF_UNROLL for (int i = 0; i < nrows; ++i)
-        {
-            const int64_t ri = r + i * step;
-            if (ri >= r_end)
-                continue;
-            UF_ACC z[UF_ACT_UNIT], g[UF_ACT_UNIT], t[UF_ACT_UNIT];
-            if (needs_z)
-                UF_VNAME(uf_unit_unpack)(xw[i], z);
-            else
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] = 0;
-            if (full_bias)
-                UF_VNAME(uf_unit_unpack)(bw[i], t);
-            if (needs_z)
-                UF_UNROLL for (int e = 0; e < UF_ACT_UNIT; ++e) z[e] += full_bias ? t[e] : bias[e];
-            UF_VNAME(uf_unit_unpack)(gw[i], g);
-            UF_VNAME(uf_epi_bwd_unit)(a, need_act, kind, 1, ri, c0, scale, z, g, db, ds);
-        }
+        return;
+    }
+    if (r < r_end)
+        UF_VNAME(uf_epi_bwd_group_load)(a, needs_z, full_bias, nrows, r, r_end, r, step, c0, &w0);
+    for (; r < r_end; r += 2 * span) {
+        UF_VNAME(uf_epi_bwd_group_load)
+        (a, needs_z, full_bias, nrows, r + span, r_end, r, step, c0, &w1);
+        UF_VNAME(uf_epi_bwd_group_work)
+        (a, need_act, needs_z, full_bias, kind, nrows, r, r_end, step, c0, bias, scale, &w0, db,
+         ds);
+        if (r + span >= r_end)
+            break;
+        UF_VNAME(uf_epi_bwd_group_load)
+        (a, needs_z, full_bias, nrows, r + 2 * span, r_end, r, step, c0, &w0);
+        UF_VNAME(uf_epi_bwd_group_work)
+        (a, need_act, needs_z, full_bias, kind, nrows, r + span, r_end, step, c0, bias, scale, &w1,
+         db, ds);
     }
 }
 
@@ -359,6 +411,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd)
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_BLOCKS
 #define UF_EPI_BWD_KROWS UF_EPI_BWD_ROWS
+#define UF_EPI_BWD_KPIPE UF_EPI_BWD_PIPE
 #include "kernels/epilogue_backward_kernel.h"
 #undef UF_EPI_BWD_KERNEL
 #define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_gelu)
@@ -381,10 +434,12 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #undef UF_EPI_BWD_KERNEL
 #undef UF_EPI_BWD_KBLOCKS
 #undef UF_EPI_BWD_KROWS
+#undef UF_EPI_BWD_KPIPE
 #define UF_EPI_BWD_ACT 0
 #define UF_EPI_BWD_KERNEL UF_VNAME(uf_epi_bwd_dy)
 #define UF_EPI_BWD_KBLOCKS UF_EPI_BWD_DY_BLOCKS
 #define UF_EPI_BWD_KROWS UF_EPI_BWD_DY_ROWS
+#define UF_EPI_BWD_KPIPE UF_EPI_BWD_DY_PIPE
 #include "kernels/epilogue_backward_kernel.h"
 #undef UF_EPI_BWD_KIND
 #undef UF_EPI_BWD_ROW_SCALE
@@ -392,6 +447,7 @@ UF_FN void UF_VNAME(uf_epi_bwd_rows_whole)(const uf_epilogue_args *a, int need_a
 #undef UF_EPI_BWD_KERNEL
 #undef UF_EPI_BWD_KBLOCKS
 #undef UF_EPI_BWD_KROWS
+#undef UF_EPI_BWD_KPIPE
 
 #undef UF_EPI_FWD_THREAD
 #undef UF_ACT_APPLY

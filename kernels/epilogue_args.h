@@ -58,6 +58,17 @@
 #ifndef UF_EPI_BWD_DY_ROWS_OF
 #define UF_EPI_BWD_DY_ROWS_OF(bytes) ((bytes) >= 4 ? 1 : 8 / (bytes))
 #endif
+/* 1: the backward's rows of whole units keep a second set of registers
+ * for the next rows, whose loads are issued before the rows held are
+ * worked on (kernels/epilogue.h). uf_epi_bwd_dy, which holds no
+ * activation, has the registers for it (ptxas: f16 and bf16 82 -> 105,
+ * fp32 64 -> 100, no spills); the others spill 12-204 bytes. */
+#ifndef UF_EPI_BWD_PIPE
+#define UF_EPI_BWD_PIPE 0
+#endif
+#ifndef UF_EPI_BWD_DY_PIPE
+#define UF_EPI_BWD_DY_PIPE 1
+#endif
 
 typedef struct uf_epilogue_args {
     const void *x, *bias, *scale, *residual, *dy;

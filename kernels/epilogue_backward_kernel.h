@@ -8,7 +8,8 @@
  * UF_EPI_BWD_KIND, the activation as a constant or -1 for any. The
  * includer names the kernel (UF_EPI_BWD_KERNEL), its resident blocks
  * (UF_EPI_BWD_KBLOCKS) and the rows a thread loads at once where rows are
- * whole units (UF_EPI_BWD_KROWS).
+ * whole units (UF_EPI_BWD_KROWS) and whether it loads the next rows
+ * before working on those it holds (UF_EPI_BWD_KPIPE).
  */
 UF_KERNEL_RESIDENT(UF_EPI_BWD_KERNEL, uf_epilogue_args, a, UF_COLSUM_THREADS, UF_EPI_BWD_KBLOCKS)
 {
@@ -37,8 +38,8 @@ UF_KERNEL_RESIDENT(UF_EPI_BWD_KERNEL, uf_epilogue_args, a, UF_COLSUM_THREADS, UF
                 /* a thread past the last column tile adds zeros */
             } else if (UF_VEC > 1 && a.whole) {
                 UF_VNAME(uf_epi_bwd_rows_whole)
-                (&a, need_act, needs_z, kind, UF_EPI_BWD_KROWS, r0, r_end, step, c0, bias, scale,
-                 db, ds);
+                (&a, need_act, needs_z, kind, UF_EPI_BWD_KROWS, UF_EPI_BWD_KPIPE, r0, r_end, step,
+                 c0, bias, scale, db, ds);
             } else {
                 UF_VNAME(uf_epi_bwd_rows)
                 (&a, need_act, needs_z, kind, r0, r_end, step, c0, bias, scale, db, ds);

@@ -645,6 +645,18 @@ UF_FN void UF_VNAME(uf_norm_bwd_prefetch)(const uf_norm_args *a, int64_t row)
         UF_PREFETCH_L2((const UF_T *)a->dh_extra + row * a->cols, bytes);
 }
 
+/* Loads `lane`'s units of h and dy of `row` (as stored) and the row's mean
+ * and rstd: what a held backward thread keeps of a row. */
+UF_FN void UF_VNAME(uf_norm_held_row)(const uf_norm_args *a, int64_t row, int lane, int units,
+                                      uint32_t *hw, uint32_t *yw, UF_ACC *mean, UF_ACC *rstd)
+{
+    const int64_t base = row * a->cols;
+    UF_VNAME(uf_norm_held_read)(a, a->x, base, lane, units, hw);
+    UF_VNAME(uf_norm_held_read)(a, a->dy, base, lane, units, yw);
+    *mean = a->kind == UF_NORM_LAYER ? ((const UF_ACC *)a->mean_in)[row] : (UF_ACC)0;
+    *rstd = ((const UF_ACC *)a->rstd_in)[row];
+}
+
 /* The fused backward for rows of whole units, held (norm_backward_held.h):
  * 2 units per thread where the row fits UF_NORM_FUSED_THREADS threads so,
  * else 4. */

@@ -33,6 +33,15 @@
  * units take it, longer rows the forward that reads the row twice. */
 #define UF_NORM_HELD_THREADS 512
 
+/* Words of h (and of dy) a thread of the held backward
+ * (kernels/norm_backward_held.h) holds at most for it to load its next row
+ * while it writes the row it holds: 2 16-bit units (ptxas, sm_90: f16 128
+ * registers before and after, bf16 120 -> 128, no spills); 2 fp32 units
+ * spilled 84 bytes. */
+#ifndef UF_NORM_HELD_PIPE_WORDS
+#define UF_NORM_HELD_PIPE_WORDS 8
+#endif
+
 typedef struct uf_norm_args {
     const void *x, *residual, *weight, *bias; /* forward inputs (backward: x is h) */
     const void *dy, *dh_extra;                /* backward inputs */

@@ -31,6 +31,14 @@
  * (H100: 1280 values +10, 2048 values -1 to -4). */
 #define UF_NORM_HELD_PREFETCH                                                                      \
     (UF_NORM_PREFETCH_STEPS > 0 && UF_NORM_HELD_UNITS == 2 && sizeof(UF_T) == 2)
+/* Whether a thread loads its next row (h, dy, mean, rstd) into a second
+ * set of registers before it writes dx of the row it holds, so that the
+ * loads are in flight through the row's dx pass and the next row's sums
+ * need not wait for memory: a block of these kernels is alone on its
+ * multiprocessor (128 registers a thread), and nothing else hides the
+ * latency. Rows of at most UF_NORM_HELD_PIPE_WORDS words a thread and
+ * tensor (kernels/norm_args.h). */
+#define UF_NORM_HELD_PIPE (UF_NORM_HELD_UNITS * UF_UNIT_WORDS <= UF_NORM_HELD_PIPE_WORDS)
 
 UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
 {
@@ -42,11 +50,23 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
         UF_EXCLUSIVE_ARRAY(uint32_t, yw, UF_NORM_HELD_UNITS * UF_UNIT_WORDS);
         UF_EXCLUSIVE(UF_ACC, mean);
         UF_EXCLUSIVE(UF_ACC, rstd);
+        /* The next row's, where UF_NORM_HELD_PIPE. */
+        UF_EXCLUSIVE_ARRAY(uint32_t, hn,
+                           UF_NORM_HELD_PIPE ? UF_NORM_HELD_UNITS * UF_UNIT_WORDS : 1);
+        UF_EXCLUSIVE_ARRAY(uint32_t, yn,
+                           UF_NORM_HELD_PIPE ? UF_NORM_HELD_UNITS * UF_UNIT_WORDS : 1);
+        UF_EXCLUSIVE(UF_ACC, mean_n);
+        UF_EXCLUSIVE(UF_ACC, rstd_n);
         UF_EXCLUSIVE_ARRAY(uint32_t, ww,
                            UF_NORM_HELD_KEEP_W ? UF_NORM_HELD_UNITS * UF_UNIT_WORDS : 1);
         UF_THREADS (t) {
             UF_UNROLL for (int k = 0; UF_NORM_HELD_KEEP_W && k < UF_NORM_HELD_UNITS; ++k)
                 UF_VNAME(uf_norm_held_weight)(&a, t % a.group, k, &UF_X(ww)[k * UF_UNIT_WORDS]);
+            const int64_t row = r_begin + t / a.group;
+            if (UF_NORM_HELD_PIPE && row < r_end)
+                UF_VNAME(uf_norm_held_row)
+            (&a, row, t % a.group, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), &UF_X(mean),
+             &UF_X(rstd));
         }
         for (int64_t r0 = r_begin; r0 < r_end; r0 += slots) {
             UF_THREADS (t) {
@@ -58,11 +78,10 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                     ahead < r_end)
                     UF_VNAME(uf_norm_bwd_prefetch)(&a, ahead);
                 if (row < r_end) {
-                    const int64_t base = row * a.cols;
-                    UF_VNAME(uf_norm_held_read)(&a, a.x, base, lane, UF_NORM_HELD_UNITS, UF_X(hw));
-                    UF_VNAME(uf_norm_held_read)(&a, a.dy, base, lane, UF_NORM_HELD_UNITS, UF_X(yw));
-                    UF_X(mean) = UF_NORM_MEAN_AT(row);
-                    UF_X(rstd) = UF_NORM_RSTD_AT(row);
+                    if (!UF_NORM_HELD_PIPE)
+                        UF_VNAME(uf_norm_held_row)
+                    (&a, row, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), &UF_X(mean),
+                     &UF_X(rstd));
                     UF_UNROLL for (int k = 0; k < UF_NORM_HELD_UNITS; ++k)
                     {
                         const int64_t c0 = UF_NORM_HELD_COL(&a, k, lane);
@@ -86,6 +105,10 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
             UF_THREADS (t) {
                 const int64_t row = r0 + t / a.group;
                 const int lane = t % a.group;
+                if (UF_NORM_HELD_PIPE && row + slots < r_end)
+                    UF_VNAME(uf_norm_held_row)
+                (&a, row + slots, lane, UF_NORM_HELD_UNITS, UF_X(hn), UF_X(yn), &UF_X(mean_n),
+                 &UF_X(rstd_n));
                 if (row >= r_end)
                     continue;
                 const int64_t base = row * a.cols;
@@ -101,12 +124,22 @@ UF_KERNEL_BOUNDED(UF_NORM_HELD_KERNEL, uf_norm_args, a, UF_NORM_FUSED_THREADS)
                     (&a, &r, base, lane, UF_NORM_HELD_UNITS, UF_X(hw), UF_X(yw), kept_w, UF_X(dw),
                      UF_X(db), 0);
                 }
+                if (UF_NORM_HELD_PIPE && row + slots < r_end) {
+                    UF_UNROLL for (int i = 0; i < UF_NORM_HELD_UNITS * UF_UNIT_WORDS; ++i)
+                    {
+                        UF_X(hw)[i] = UF_X(hn)[i];
+                        UF_X(yw)[i] = UF_X(yn)[i];
+                    }
+                    UF_X(mean) = UF_X(mean_n);
+                    UF_X(rstd) = UF_X(rstd_n);
+                }
             }
         }
         UF_NORM_FUSED_COLUMNS(UF_NORM_HELD_UNITS);
     }
 }
 
+#undef UF_NORM_HELD_PIPE
 #undef UF_NORM_HELD_PREFETCH
 #undef UF_NORM_HELD_KEEP_W
 #undef UF_NORM_HELD_KERNEL

@@ -37,12 +37,15 @@ uf_status uf_colsum_finish(uf_colsum_args *a, uf_dtype dtype, uf_status st, uf_s
 }
 
 /* Blocks of UF_COLSUM_THREADS a multiprocessor holds at once, as a
- * fraction of its thread limit: the epilogue and norm kernels use 64
- * registers per thread, which holds half the threads on current GPUs. More
- * chunks than the device holds only add partial sums to write and read back
- * (at 2 x 8 blocks per multiprocessor they were 18% of the fp16 epilogue
- * backward's bytes on the H200). */
-#define UF_COLSUM_OCCUPANCY_DIV 2
+ * fraction of its thread limit: the epilogue backward's kernels are bounded
+ * to 2 blocks of 256 threads (128 registers a thread; kernels/epilogue_args.h),
+ * a quarter of the threads on current GPUs. The grid is one such wave:
+ * more chunks than the device holds only add partial sums to write and
+ * read back, and twice as many blocks (two waves) cost the H100's epilogue
+ * backward 5-10 points of copy (16-bit 69-74 -> 76-81%, fp32 80-86 ->
+ * 85-90; the norm's column pass, uf_norm_cols, unchanged; docs/results.md,
+ * 2026-12-07 night). */
+#define UF_COLSUM_OCCUPANCY_DIV 4
 /* A pass without column sums (the epilogue forward) takes twice the blocks
  * that the thread limit allows, for load balance: measured better than as
  * many as the registers allow (86% of copy against 79%, f32

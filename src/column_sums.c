@@ -42,7 +42,7 @@ uf_status uf_colsum_finish(uf_colsum_args *a, uf_dtype dtype, uf_status st, uf_s
  * a quarter of the threads on current GPUs. The grid is one such wave:
  * more chunks than the device holds only add partial sums to write and
  * read back, and twice as many blocks (two waves) cost the H100's epilogue
- * backward 5-10 points of copy (16-bit 69-74 -> 76-81%, fp32 80-86 ->
+ * backward 4-10 points of copy (16-bit 69-74 -> 76-81%, fp32 80-86 ->
  * 85-90; the norm's column pass, uf_norm_cols, unchanged; docs/results.md,
  * 2026-12-07 night). */
 #define UF_COLSUM_OCCUPANCY_DIV 4
